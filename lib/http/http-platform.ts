@@ -1,0 +1,54 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+/** Express and Fastify differences, in one place. */
+
+export const isFastifyReply = (res: any): boolean => !!res && typeof res.code === 'function' && 'raw' in res;
+
+export const rawResponse = (res: any): ServerResponse => (isFastifyReply(res) ? res.raw : res);
+
+export const rawRequest = (req: any): IncomingMessage => (req?.raw && req.raw.headers ? req.raw : req);
+
+/** All values of a request header (duplicates kept), from the raw header list. */
+export function headerValues(req: any, name: string): string[] {
+  const raw = rawRequest(req).rawHeaders ?? [];
+  const lower = name.toLowerCase();
+  const out: string[] = [];
+  for (let i = 0; i + 1 < raw.length; i += 2) if (raw[i].toLowerCase() === lower) out.push(raw[i + 1]);
+  return out;
+}
+
+export function headerValue(req: any, name: string): string | undefined {
+  const v = rawRequest(req).headers[name.toLowerCase()];
+  return Array.isArray(v) ? v.join(', ') : v;
+}
+
+/** The route template the request matched (`/payments/:id`), not the raw path. */
+export function routeTemplate(req: any, fallback: string): string {
+  const fastifyUrl = req?.routeOptions?.url ?? req?.routerPath;
+  if (typeof fastifyUrl === 'string') return fastifyUrl;
+  const expressPath = req?.route?.path;
+  if (typeof expressPath === 'string') return `${req.baseUrl ?? ''}${expressPath}`;
+  return fallback;
+}
+
+/** The raw query string (without `?`). */
+export function queryString(req: any): string {
+  const url: string = rawRequest(req).url ?? '';
+  const i = url.indexOf('?');
+  return i < 0 ? '' : url.slice(i + 1);
+}
+
+/** Writes a complete answer directly (replays and problems), on either platform. */
+export function sendRaw(res: any, status: number, headers: Array<[string, string]>, body: Buffer | string): void {
+  if (isFastifyReply(res)) {
+    res.code(status);
+    for (const [k, v] of headers) res.header(k, v);
+    res.send(body);
+    return;
+  }
+  const r = res as ServerResponse;
+  r.statusCode = status;
+  for (const [k, v] of headers) r.setHeader(k, v);
+  r.setHeader('Content-Length', Buffer.byteLength(body));
+  r.end(body);
+}

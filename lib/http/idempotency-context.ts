@@ -1,0 +1,57 @@
+import { createParamDecorator, ExecutionContext, Injectable } from '@nestjs/common';
+import { createHash } from 'node:crypto';
+import { ClsServiceManager } from 'nestjs-cls';
+
+/** What the gate knows about the current guarded request. */
+export interface IdempotencyInfo {
+  /** The client's key, as parsed from the header. */
+  key: string;
+  /** Tenant + principal + method + route template the key is scoped to. */
+  scope: string;
+  /** Short SHA-256 of scope and key: safe to log. */
+  keyHash: string;
+}
+
+/** @internal CLS key and request property under which the gate stores IdempotencyInfo. */
+export const IDEMPOTENCY_INFO = Symbol.for('nestjs-exactly-once:idempotency-info');
+
+/** A stable key for a downstream system (payment provider), derived from scope, key and purpose. */
+export function deriveKey(info: IdempotencyInfo, purpose = 'default'): string {
+  return createHash('sha256').update(`${info.scope}\u0000${info.key}\u0000${purpose}`).digest('hex');
+}
+
+/** A short hash of scope and key, the only form in which keys appear in logs. */
+export function keyHashOf(scope: string, key: string): string {
+  return createHash('sha256').update(`${scope}\u0000${key}`).digest('hex').slice(0, 16);
+}
+
+/**
+ * Injectable view of the current request's idempotency key. Pass `derivedKey('charge')` to a
+ * payment provider that takes its own idempotency key: a retry of the same request derives the
+ * same value, so the provider de-duplicates the external effect the database cannot roll back.
+ */
+@Injectable()
+export class IdempotencyContext {
+  /** The current guarded request's info, or undefined outside one. */
+  get current(): IdempotencyInfo | undefined {
+    const cls = ClsServiceManager.getClsService();
+    return cls.isActive() ? (cls.get(IDEMPOTENCY_INFO as any) as IdempotencyInfo | undefined) : undefined;
+  }
+
+  get key(): string | undefined {
+    return this.current?.key;
+  }
+
+  /** A stable key for a downstream call; throws outside a guarded request. */
+  derivedKey(purpose = 'default'): string {
+    const info = this.current;
+    if (!info) throw new Error('IdempotencyContext.derivedKey() was called outside an @Idempotent() request.');
+    return deriveKey(info, purpose);
+  }
+}
+
+/** Parameter decorator: the current request's IdempotencyInfo (undefined when the key was optional and absent). */
+export const IdempotencyKey = createParamDecorator((_data: unknown, ctx: ExecutionContext): IdempotencyInfo | undefined => {
+  const req = ctx.switchToHttp().getRequest();
+  return req?.[IDEMPOTENCY_INFO];
+});

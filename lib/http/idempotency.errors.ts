@@ -1,0 +1,125 @@
+import { HttpException } from '@nestjs/common';
+
+/** Stable `type` URIs of the library's problem+json answers (RFC 9457). */
+export const PROBLEM_TYPES = {
+  keyMissing: 'urn:nestjs-exactly-once:problem:idempotency-key-missing',
+  keyInvalid: 'urn:nestjs-exactly-once:problem:idempotency-key-invalid',
+  inProgress: 'urn:nestjs-exactly-once:problem:idempotency-request-in-progress',
+  mismatch: 'urn:nestjs-exactly-once:problem:idempotency-key-reused',
+  leaseLost: 'urn:nestjs-exactly-once:problem:idempotency-lease-lost',
+  bodyTooDeep: 'urn:nestjs-exactly-once:problem:request-body-too-deep',
+  notSnapshottable: 'urn:nestjs-exactly-once:problem:response-not-snapshottable',
+  responseTooLarge: 'urn:nestjs-exactly-once:problem:response-too-large',
+  unavailable: 'urn:nestjs-exactly-once:problem:service-unavailable',
+  storedResponseUnreadable: 'urn:nestjs-exactly-once:problem:stored-response-unreadable',
+  preconditionFailed: 'urn:nestjs-exactly-once:problem:precondition-failed',
+  preconditionRequired: 'urn:nestjs-exactly-once:problem:precondition-required',
+} as const;
+
+/** An RFC 9457 problem details object. */
+export interface ProblemDetails {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  [extension: string]: unknown;
+}
+
+/**
+ * An HttpException whose body is problem+json. The library's exception filter writes it with
+ * `Content-Type: application/problem+json` and any extra headers (e.g. `Retry-After`).
+ */
+export class ProblemException extends HttpException {
+  constructor(
+    readonly problem: ProblemDetails,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(problem, problem.status);
+  }
+}
+
+const problem = (
+  status: number,
+  type: string,
+  title: string,
+  detail: string,
+  headers?: Record<string, string>,
+  ext?: object,
+) => new ProblemException({ type, title, status, detail, ...ext }, headers);
+
+export const missingKey = (header: string) =>
+  problem(
+    400,
+    PROBLEM_TYPES.keyMissing,
+    'Idempotency-Key missing',
+    `This endpoint requires an ${header} header.`,
+  );
+
+export const invalidKey = (why: string) =>
+  problem(
+    400,
+    PROBLEM_TYPES.keyInvalid,
+    'Invalid Idempotency-Key',
+    `The Idempotency-Key header is invalid: ${why}.`,
+  );
+
+export const inProgress = (retryAfterSeconds: number) =>
+  problem(
+    409,
+    PROBLEM_TYPES.inProgress,
+    'Request in progress',
+    'A request with this Idempotency-Key is still being processed. Retry after the indicated delay with the same key.',
+    { 'Retry-After': String(retryAfterSeconds) },
+  );
+
+export const keyReused = (status: 409 | 422) =>
+  problem(
+    status,
+    PROBLEM_TYPES.mismatch,
+    'Idempotency-Key reused',
+    'This Idempotency-Key was already used with a different request (method, route, query, headers or body). Use a new key for a new request.',
+  );
+
+export const leaseLost = () =>
+  problem(
+    409,
+    PROBLEM_TYPES.leaseLost,
+    'Request superseded',
+    'The reservation of this Idempotency-Key expired while the request ran and was taken over by a retry; this attempt was rolled back.',
+    { 'Retry-After': '1' },
+  );
+
+export const bodyTooDeep = (max: number) =>
+  problem(
+    400,
+    PROBLEM_TYPES.bodyTooDeep,
+    'Request body too deeply nested',
+    `JSON nesting deeper than ${max} levels is not accepted.`,
+  );
+
+export const notSnapshottable = (what: string) =>
+  problem(
+    500,
+    PROBLEM_TYPES.notSnapshottable,
+    'Response cannot be stored',
+    `An @Idempotent() endpoint answered with ${what}, which cannot be stored for replay; nothing was committed.`,
+  );
+
+export const responseTooLarge = (size: number, max: number) =>
+  problem(
+    500,
+    PROBLEM_TYPES.responseTooLarge,
+    'Response too large to store',
+    `The response body (${size} bytes) exceeds the stored-response limit (${max} bytes); nothing was committed.`,
+  );
+
+export const serviceUnavailable = (detail: string) =>
+  problem(503, PROBLEM_TYPES.unavailable, 'Service unavailable', detail, { 'Retry-After': '1' });
+
+export const storedResponseUnreadable = () =>
+  problem(
+    500,
+    PROBLEM_TYPES.storedResponseUnreadable,
+    'Stored response cannot be replayed',
+    'The response stored for this Idempotency-Key cannot be decoded (it was sealed with another encryption key, or altered). The request was not run again.',
+  );

@@ -1,0 +1,23 @@
+import { applyDecorators, SetMetadata, UseFilters, UseInterceptors } from '@nestjs/common';
+import { IDEMPOTENT_METADATA } from '../idempotency.constants';
+import type { IdempotencyEndpointOptions } from '../idempotency.options';
+import { IdempotencyExceptionFilter } from './idempotency-exception.filter';
+import { IdempotencyInterceptor } from './idempotency.interceptor';
+import { applyOpenApi } from './idempotent.openapi';
+import { TrackHandlerBody } from './handler-body.tracker';
+
+/**
+ * Makes a command endpoint (or every endpoint of a controller) idempotent under the
+ * `Idempotency-Key` header: the first request runs once, retries with the same key get the
+ * stored answer, concurrent duplicates get 409, reuse with another payload gets 422.
+ * Options override the module's for this endpoint.
+ */
+export function Idempotent(options: IdempotencyEndpointOptions = {}): MethodDecorator & ClassDecorator {
+  return applyDecorators(
+    TrackHandlerBody(),
+    SetMetadata(IDEMPOTENT_METADATA, options),
+    UseInterceptors(IdempotencyInterceptor),
+    UseFilters(IdempotencyExceptionFilter),
+    ...applyOpenApi(options),
+  );
+}

@@ -1,0 +1,83 @@
+import { createHash } from 'node:crypto';
+import { canonicalJson } from './canonical-json';
+
+export interface FingerprintInput {
+  method: string;
+  route: string;
+  /** The raw query string (without `?`), or empty. */
+  query: string;
+  /** Configured header names (lower case) and their values. */
+  headers: Array<[string, string | undefined]>;
+  contentType: string | undefined;
+  /** The parsed body as the framework gave it. */
+  body: unknown;
+  /** The raw body bytes when the app enabled `rawBody`. */
+  rawBody: Buffer | undefined;
+  excludeBodyPaths: ReadonlySet<string>;
+}
+
+export const isJsonContentType = (ct: string | undefined): boolean =>
+  !!ct && /^application\/([a-z0-9.+-]*\+)?json\s*(;|$)/i.test(ct.trim());
+
+/** Sorted `name=value` pairs of a raw query string (order of parameters does not matter). */
+export function sortedQuery(query: string): string {
+  if (!query) return '';
+  return query
+    .split('&')
+    .filter((p) => p.length > 0)
+    .sort()
+    .join('&');
+}
+
+/**
+ * SHA-256 over method, route template, sorted query, configured headers and the body. JSON
+ * bodies are canonicalized (RFC 8785) first, so member order and whitespace do not matter;
+ * other bodies are hashed as raw bytes. Every part is length-prefixed so parts cannot bleed
+ * into each other. Returns the 32-byte digest.
+ */
+export function requestFingerprint(input: FingerprintInput): Buffer {
+  const h = createHash('sha256');
+  const part = (s: string | Buffer) => {
+    const b = typeof s === 'string' ? Buffer.from(s, 'utf8') : s;
+    const len = Buffer.alloc(4);
+    len.writeUInt32BE(b.length);
+    h.update(len);
+    h.update(b);
+  };
+  part(input.method.toUpperCase());
+  part(input.route);
+  part(sortedQuery(input.query));
+  for (const [name, value] of input.headers) {
+    part(name);
+    part(value ?? '\u0000absent');
+  }
+  part(bodyBytes(input));
+  return h.digest();
+}
+
+function bodyBytes(input: FingerprintInput): string | Buffer {
+  const { body, rawBody, contentType } = input;
+  if (isJsonContentType(contentType)) {
+    if (body !== undefined && typeof body === 'object' && !Buffer.isBuffer(body)) {
+      return 'json:' + canonicalJson(body, input.excludeBodyPaths);
+    }
+    if (rawBody && rawBody.length) {
+      const parsed = tryParseJson(rawBody);
+      if (parsed.ok) return 'json:' + canonicalJson(parsed.value, input.excludeBodyPaths);
+    }
+  }
+  if (rawBody) return Buffer.concat([Buffer.from('raw:'), rawBody]);
+  if (Buffer.isBuffer(body)) return Buffer.concat([Buffer.from('raw:'), body]);
+  if (typeof body === 'string') return 'raw:' + body;
+  if (body === undefined || body === null) return 'none:';
+  // A parsed non-JSON body (e.g. urlencoded) without raw bytes: canonical form of what was parsed.
+  return 'parsed:' + canonicalJson(body, input.excludeBodyPaths);
+}
+
+function tryParseJson(raw: Buffer): { ok: true; value: unknown } | { ok: false } {
+  try {
+    return { ok: true, value: JSON.parse(raw.toString('utf8')) };
+  } catch {
+    return { ok: false };
+  }
+}

@@ -1,0 +1,121 @@
+import { DynamicModule, Global, Module, Provider } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
+import { IDEMPOTENCY_OPTIONS, IDEMPOTENCY_RAW_OPTIONS } from './idempotency.constants';
+import type { IdempotencyModuleAsyncOptions, IdempotencyOptionsFactory } from './idempotency-module.interfaces';
+import type { IdempotencyModuleOptions } from './idempotency.options';
+import { resolveOptions } from './idempotency.options';
+import { IdempotencyContext } from './http/idempotency-context';
+import { IdempotencyExceptionFilter } from './http/idempotency-exception.filter';
+import { IdempotencyInterceptor } from './http/idempotency.interceptor';
+import { ConditionalContext } from './conditional/conditional-context';
+import { ConditionalWriter } from './conditional/conditional-writer.service';
+import { ConditionalInterceptor } from './conditional/conditional.interceptor';
+import { IdempotentRoutesExplorer } from './http/idempotent-routes.explorer';
+import { InboxInterceptor } from './inbox/inbox.interceptor';
+import { InboxService } from './inbox/inbox.service';
+import { IdempotencyAdminService } from './maintenance/admin.service';
+import { CleanupService } from './maintenance/cleanup.service';
+import { IdempotencyHealthIndicator } from './maintenance/health.indicator';
+import { MetricsService } from './maintenance/metrics.service';
+import { OutboxGaugesObserver } from './maintenance/outbox-gauges.observer';
+import { OutboxAdminService } from './outbox/outbox-admin.service';
+import { OutboxRelay } from './outbox/outbox-relay.service';
+import { OutboxService } from './outbox/outbox.service';
+import { OutboxWakeSignal } from './outbox/outbox-wake.signal';
+import { DatabaseService } from './persistence/database.service';
+import { IdempotencyStore } from './persistence/idempotency.store';
+
+/** Providers of every feature, wired once for forRoot and forRootAsync. */
+const FEATURE_PROVIDERS: Provider[] = [
+  DatabaseService,
+  IdempotencyStore,
+  MetricsService,
+  CleanupService,
+  IdempotencyHealthIndicator,
+  IdempotencyAdminService,
+  OutboxGaugesObserver,
+  IdempotencyInterceptor,
+  IdempotencyExceptionFilter,
+  IdempotencyContext,
+  IdempotentRoutesExplorer,
+  ConditionalWriter,
+  ConditionalInterceptor,
+  ConditionalContext,
+  InboxService,
+  InboxInterceptor,
+  OutboxWakeSignal,
+  OutboxService,
+  OutboxRelay,
+  OutboxAdminService,
+];
+
+const EXPORTS = [
+  IDEMPOTENCY_OPTIONS,
+  ConditionalWriter,
+  ConditionalInterceptor,
+  ConditionalContext,
+  DatabaseService,
+  IdempotencyStore,
+  MetricsService,
+  CleanupService,
+  IdempotencyHealthIndicator,
+  IdempotencyAdminService,
+  IdempotencyInterceptor,
+  IdempotencyExceptionFilter,
+  IdempotencyContext,
+  InboxService,
+  InboxInterceptor,
+  OutboxService,
+  OutboxRelay,
+  OutboxAdminService,
+];
+
+const optionsProvider: Provider = {
+  provide: IDEMPOTENCY_OPTIONS,
+  useFactory: (raw: IdempotencyModuleOptions) => resolveOptions(raw),
+  inject: [IDEMPOTENCY_RAW_OPTIONS],
+};
+
+/**
+ * Exactly-once effects for a Nest app: the HTTP idempotency gate (`@Idempotent()`), the
+ * transactional outbox and relay, the inbox and maintenance, on the app's TypeORM DataSource
+ * and nestjs-cls ambient transactions. Global: import it once in the root module.
+ */
+@Global()
+@Module({})
+export class IdempotencyModule {
+  static forRoot(options: IdempotencyModuleOptions = {}): DynamicModule {
+    return {
+      module: IdempotencyModule,
+      imports: [DiscoveryModule],
+      providers: [{ provide: IDEMPOTENCY_RAW_OPTIONS, useValue: options }, optionsProvider, ...FEATURE_PROVIDERS],
+      exports: EXPORTS,
+    };
+  }
+
+  static forRootAsync(options: IdempotencyModuleAsyncOptions): DynamicModule {
+    return {
+      module: IdempotencyModule,
+      imports: [DiscoveryModule, ...(options.imports ?? [])],
+      providers: [...this.asyncProviders(options), ...(options.extraProviders ?? []), optionsProvider, ...FEATURE_PROVIDERS],
+      exports: EXPORTS,
+    };
+  }
+
+  private static asyncProviders(options: IdempotencyModuleAsyncOptions): Provider[] {
+    if (options.useFactory) {
+      return [{ provide: IDEMPOTENCY_RAW_OPTIONS, useFactory: options.useFactory, inject: options.inject ?? [] }];
+    }
+    const factoryClass = options.useClass ?? options.useExisting;
+    if (!factoryClass) throw new Error('IdempotencyModule.forRootAsync() needs useFactory, useClass or useExisting.');
+    const providers: Provider[] = [
+      {
+        provide: IDEMPOTENCY_RAW_OPTIONS,
+        useFactory: (f: IdempotencyOptionsFactory) => f.createIdempotencyOptions(),
+        inject: [factoryClass],
+      },
+    ];
+    if (options.useClass) providers.push({ provide: options.useClass, useClass: options.useClass });
+    return providers;
+  }
+}

@@ -1,0 +1,399 @@
+import type { LoggerService } from '@nestjs/common';
+import type { OutboxPublisher } from './outbox/outbox-publisher.interface';
+
+/** How a guarded handler runs relative to its reservation. See README "Execution modes". */
+export type IdempotencyMode = 'transactional' | 'leased';
+
+/** What happens to a request that arrives while the first one with its key is still running. */
+export interface InProgressPolicy {
+  /** `reject` (default): 409 at once. `wait`: poll until the first completes (then replay) or `maxWaitMs` passes (then 409). */
+  policy: 'reject' | 'wait';
+  /** Longest wait under `wait`, in ms. Default 5000. */
+  maxWaitMs?: number;
+  /** Poll interval under `wait`, in ms. Default 100. */
+  pollIntervalMs?: number;
+}
+
+/** Which parts of a request besides method, route, query and body go into the fingerprint. */
+export interface FingerprintOptions {
+  /** Request headers (case-insensitive) whose values are part of the fingerprint. */
+  headers?: string[];
+  /** Dot paths into a JSON body left out of the fingerprint (e.g. `meta.clientTimestamp`). */
+  excludeBodyPaths?: string[];
+}
+
+/** Anything that can resolve a string from the framework's request object (Express or Fastify). */
+export type RequestResolver = (request: any) => string | undefined | null;
+
+/** Options that can be given module-wide and overridden per endpoint by `@Idempotent()`. */
+export interface IdempotencyEndpointOptions {
+  mode?: IdempotencyMode;
+  /** How long a completed record is replayed, in ms. Default 24 h. */
+  ttl?: number;
+  /** How long a started request holds its key before a retry may take over (leased mode), in ms. Default 60 s. */
+  leaseMs?: number;
+  /** Whether a request without a key is rejected (400). Default true. */
+  required?: boolean;
+  /** Key header name. Default `Idempotency-Key`. */
+  headerName?: string;
+  /** Longest accepted key, 1..255. Default 255. */
+  maxKeyLength?: number;
+  /** Response headers stored and replayed (case-insensitive). `Set-Cookie` and auth headers are never stored. */
+  storedHeaders?: string[];
+  /** Largest response body stored, in bytes. Default 1 MiB. */
+  maxResponseBytes?: number;
+  /**
+   * A response over `maxResponseBytes`: `reject` (default) rolls the request back and answers 500
+   * problem+json (nothing committed, the key stays free); `store-status-only` commits and stores the
+   * status and headers without the body (a replay answers with an empty body and
+   * `Idempotency-Replay-Body-Omitted: true`).
+   */
+  oversizedResponse?: 'reject' | 'store-status-only';
+  /** Which handler statuses are stored and replayed. Default: 2xx, 3xx and 4xx except 408, 409, 425, 429. 5xx are never stored. */
+  storeStatus?: (status: number) => boolean;
+  /** Status for "same key, different request". Default 422. */
+  mismatchStatus?: 422 | 409;
+  inProgress?: InProgressPolicy;
+  /** `Retry-After` seconds on a 409 where no lease tells (transactional mode). Default 1. */
+  retryAfterSeconds?: number;
+  fingerprint?: FingerprintOptions;
+}
+
+export interface OutboxOptions {
+  /** Run the relay in this process. Default true. */
+  relayEnabled?: boolean;
+  /** Poll interval in ms. Default 1000. */
+  pollIntervalMs?: number;
+  /** Messages claimed per batch. Default 100. */
+  batchSize?: number;
+  /** How long a claimed batch belongs to its relay, in ms. Default 30 s. */
+  leaseMs?: number;
+  /** Publish attempts before a message becomes dead. Default 10. */
+  maxAttempts?: number;
+  /** Backoff base and cap, in ms. Defaults 1000 and 300000. */
+  backoffBaseMs?: number;
+  backoffMaxMs?: number;
+  /** Never publish a partition key's message while an older one with the same key is pending or in flight. Default false. */
+  ordered?: boolean;
+  /** Throw when `add()` is called with no ambient transaction and no explicit EntityManager. Default true. */
+  requireTransaction?: boolean;
+  /** Wake the relay in this process when a transaction with outbox rows commits. Default true. */
+  wakeOnCommit?: boolean;
+  /**
+   * Longest wait for the broker to confirm one message (or a batch, for publishers that publish
+   * batches), in ms; then the attempt counts as failed. Must be below `leaseMs`. Default 10000,
+   * or half of `leaseMs` when that is shorter.
+   */
+  publishTimeoutMs?: number;
+  /**
+   * The publisher the relay sends through. Default: the `OutboxPublisher` provider registered
+   * anywhere in the app (none: the relay does not start).
+   */
+  publisher?: OutboxPublisher;
+}
+
+export interface InboxOptions {
+  /** Failed attempts of one message id before it is recorded as failed. Default 5. */
+  maxAttempts?: number;
+  /** After `maxAttempts`: record the message as failed and acknowledge it (`ack`, default) or keep rethrowing (`rethrow`). */
+  onMaxAttempts?: 'ack' | 'rethrow';
+}
+
+export interface CleanupOptions {
+  /** Run cleanup in this process. Default true. */
+  enabled?: boolean;
+  /** Interval in ms. Default 60 s. */
+  intervalMs?: number;
+  /** Rows per DELETE statement (≤ 4000 on SQL Server). Default 1000. */
+  batchSize?: number;
+  /** Time budget per run, in ms. Default 5000. */
+  timeBudgetMs?: number;
+  /**
+   * Share of a run's wall time spent in DELETE statements, 0 < d <= 1: after a full batch the run
+   * pauses for the statement's duration × (1 - d) / d, so cleanup never monopolizes a connection
+   * or the database. 1: statements back to back. Default 0.25.
+   */
+  dutyCycle?: number;
+  /** Sent outbox messages are kept this long, in ms. Default 7 days. */
+  outboxRetentionMs?: number;
+  /** Inbox records are kept this long, in ms (must exceed the broker's redelivery window). Default 7 days. */
+  inboxRetentionMs?: number;
+}
+
+/** Thresholds of the health indicator (`IdempotencyHealthIndicator`); each can be overridden per check. */
+export interface HealthOptions {
+  /** The relay in this process counts as dead when it has not polled for this long, in ms. Default 30 s. */
+  relayHeartbeatTimeoutMs?: number;
+  /** Unhealthy when the oldest pending outbox message is older than this, in ms. Default 5 minutes. */
+  maxPendingAgeMs?: number;
+  /** Unhealthy when more outbox messages than this are dead. Default: no limit (the count is only reported). */
+  maxDeadLetters?: number;
+}
+
+export interface TableNames {
+  idempotency?: string;
+  outbox?: string;
+  inbox?: string;
+}
+
+export interface IdempotencyModuleOptions extends IdempotencyEndpointOptions {
+  /** Name of the @nestjs/typeorm DataSource (as given to `TypeOrmModule.forRoot({ name })`). Default: the default one. */
+  dataSource?: string;
+  /** nestjs-cls transactional connection name, when the app registered the plugin with one. */
+  transactionConnectionName?: string;
+  /** Database schema of the tables (SQL Server and PostgreSQL). */
+  schema?: string;
+  tables?: TableNames;
+  /** Resolves the tenant from the request. Default: none (`-`). */
+  tenantResolver?: RequestResolver;
+  /** Resolves the principal (user, API client) from the request. Default: none (`-`). */
+  principalResolver?: RequestResolver;
+  /** Lock wait before a duplicate of an in-flight request answers 409, in ms. Default 100. */
+  lockTimeoutMs?: number;
+  /** Encrypt stored response bodies at rest with AES-256-GCM under this 32-byte key (Buffer, or base64/hex string). */
+  encryptionKey?: Buffer | string;
+  outbox?: OutboxOptions;
+  inbox?: InboxOptions;
+  cleanup?: CleanupOptions;
+  health?: HealthOptions;
+  /** A logger, or false to silence the library. Default: Nest's Logger. */
+  logger?: LoggerService | false;
+}
+
+/** Options with every default applied. */
+export interface ResolvedIdempotencyOptions
+  extends Required<
+    Omit<
+      IdempotencyModuleOptions,
+      | 'dataSource'
+      | 'transactionConnectionName'
+      | 'schema'
+      | 'encryptionKey'
+      | 'tenantResolver'
+      | 'principalResolver'
+      | 'logger'
+      | 'tables'
+      | 'outbox'
+      | 'inbox'
+      | 'cleanup'
+      | 'health'
+      | 'inProgress'
+      | 'fingerprint'
+    >
+  > {
+  dataSource?: string;
+  transactionConnectionName?: string;
+  schema?: string;
+  encryptionKey?: Buffer;
+  tenantResolver?: RequestResolver;
+  principalResolver?: RequestResolver;
+  logger?: LoggerService | false;
+  tables: Required<TableNames>;
+  inProgress: Required<InProgressPolicy>;
+  fingerprint: Required<FingerprintOptions>;
+  outbox: Required<Omit<OutboxOptions, 'publisher'>> & Pick<OutboxOptions, 'publisher'>;
+  inbox: Required<InboxOptions>;
+  cleanup: Required<CleanupOptions>;
+  health: Required<HealthOptions>;
+}
+
+/** Options that apply to one endpoint after merging module options and `@Idempotent()` overrides. */
+export type ResolvedEndpointOptions = ResolvedIdempotencyOptions;
+
+const NEVER_STORED_4XX = new Set([408, 409, 425, 429]);
+
+/** Default status policy: 2xx, 3xx and 4xx except transient ones; never 5xx. */
+export const defaultStoreStatus = (status: number): boolean =>
+  status >= 200 && status < 500 && !NEVER_STORED_4XX.has(status);
+
+export const DEFAULT_STORED_HEADERS = [
+  'content-type',
+  'content-language',
+  'location',
+  'etag',
+  'last-modified',
+  'cache-control',
+];
+
+/** Headers that are never stored, whatever the allow-list says. */
+export const NEVER_STORED_HEADERS = new Set([
+  'set-cookie',
+  'authorization',
+  'proxy-authorization',
+  'www-authenticate',
+  'proxy-authenticate',
+  'cookie',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'idempotency-replayed',
+]);
+
+export const DEFAULT_OPTIONS: ResolvedIdempotencyOptions = {
+  mode: 'transactional',
+  ttl: 24 * 60 * 60 * 1000,
+  leaseMs: 60_000,
+  required: true,
+  headerName: 'Idempotency-Key',
+  maxKeyLength: 255,
+  storedHeaders: DEFAULT_STORED_HEADERS,
+  maxResponseBytes: 1024 * 1024,
+  oversizedResponse: 'reject',
+  storeStatus: defaultStoreStatus,
+  mismatchStatus: 422,
+  inProgress: { policy: 'reject', maxWaitMs: 5000, pollIntervalMs: 100 },
+  retryAfterSeconds: 1,
+  fingerprint: { headers: [], excludeBodyPaths: [] },
+  lockTimeoutMs: 100,
+  tables: { idempotency: 'idempotency_records', outbox: 'outbox_messages', inbox: 'inbox_messages' },
+  outbox: {
+    relayEnabled: true,
+    pollIntervalMs: 1000,
+    batchSize: 100,
+    leaseMs: 30_000,
+    maxAttempts: 10,
+    backoffBaseMs: 1000,
+    backoffMaxMs: 300_000,
+    ordered: false,
+    requireTransaction: true,
+    wakeOnCommit: true,
+    publishTimeoutMs: 10_000,
+  },
+  inbox: { maxAttempts: 5, onMaxAttempts: 'ack' },
+  cleanup: {
+    enabled: true,
+    intervalMs: 60_000,
+    batchSize: 1000,
+    timeBudgetMs: 5000,
+    dutyCycle: 0.25,
+    outboxRetentionMs: 7 * 24 * 60 * 60 * 1000,
+    inboxRetentionMs: 7 * 24 * 60 * 60 * 1000,
+  },
+  health: {
+    relayHeartbeatTimeoutMs: 30_000,
+    maxPendingAgeMs: 5 * 60 * 1000,
+    maxDeadLetters: Number.POSITIVE_INFINITY,
+  },
+};
+
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+
+function parseEncryptionKey(key: Buffer | string | undefined): Buffer | undefined {
+  if (key === undefined) return undefined;
+  const buf = Buffer.isBuffer(key)
+    ? key
+    : /^[0-9a-fA-F]{64}$/.test(key)
+      ? Buffer.from(key, 'hex')
+      : Buffer.from(key, 'base64');
+  if (buf.length !== 32) {
+    throw new Error('IdempotencyModule: encryptionKey must be 32 bytes (a Buffer, 64 hex digits or base64).');
+  }
+  return buf;
+}
+
+/** The one place where defaults are merged (used by forRoot and forRootAsync). */
+export function resolveOptions(options: IdempotencyModuleOptions = {}): ResolvedIdempotencyOptions {
+  const merged: ResolvedIdempotencyOptions = {
+    ...DEFAULT_OPTIONS,
+    ...stripUndefined(options),
+    encryptionKey: parseEncryptionKey(options.encryptionKey),
+    storedHeaders: (options.storedHeaders ?? DEFAULT_STORED_HEADERS).map((h) => h.toLowerCase()),
+    tables: { ...DEFAULT_OPTIONS.tables, ...stripUndefined(options.tables ?? {}) },
+    inProgress: { ...DEFAULT_OPTIONS.inProgress, ...stripUndefined(options.inProgress ?? {}) },
+    fingerprint: { ...DEFAULT_OPTIONS.fingerprint, ...stripUndefined(options.fingerprint ?? {}) },
+    outbox: resolveOutboxOptions(options.outbox),
+    inbox: { ...DEFAULT_OPTIONS.inbox, ...stripUndefined(options.inbox ?? {}) },
+    cleanup: { ...DEFAULT_OPTIONS.cleanup, ...stripUndefined(options.cleanup ?? {}) },
+    health: { ...DEFAULT_OPTIONS.health, ...stripUndefined(options.health ?? {}) },
+  };
+  validateOptions(merged);
+  return merged;
+}
+
+/** Applies `@Idempotent()` overrides on top of the module options. */
+export function resolveEndpointOptions(
+  base: ResolvedIdempotencyOptions,
+  overrides: IdempotencyEndpointOptions | undefined,
+): ResolvedEndpointOptions {
+  if (!overrides) return base;
+  const o = stripUndefined(overrides);
+  const merged: ResolvedEndpointOptions = {
+    ...base,
+    ...o,
+    storedHeaders: o.storedHeaders ? o.storedHeaders.map((h) => h.toLowerCase()) : base.storedHeaders,
+    inProgress: { ...base.inProgress, ...stripUndefined(o.inProgress ?? {}) },
+    fingerprint: { ...base.fingerprint, ...stripUndefined(o.fingerprint ?? {}) },
+  };
+  validateOptions(merged);
+  return merged;
+}
+
+/** Checks of the HTTP gate's own settings (in-progress policy, oversized answers, statuses). */
+function validateGateOptions(o: ResolvedIdempotencyOptions, fail: (msg: string) => void): void {
+  const p = o.inProgress;
+  if (p.policy !== 'reject' && p.policy !== 'wait') fail(`inProgress.policy must be 'reject' or 'wait', got ${String(p.policy)}`);
+  if (!(p.maxWaitMs >= 0)) fail('inProgress.maxWaitMs must be >= 0');
+  if (!(p.pollIntervalMs > 0)) fail('inProgress.pollIntervalMs must be a positive number of milliseconds');
+  if (o.oversizedResponse !== 'reject' && o.oversizedResponse !== 'store-status-only') {
+    fail(`oversizedResponse must be 'reject' or 'store-status-only', got ${String(o.oversizedResponse)}`);
+  }
+  if (typeof o.storeStatus !== 'function') fail('storeStatus must be a function (status) => boolean');
+  if (!(Number.isInteger(o.retryAfterSeconds) && o.retryAfterSeconds >= 0)) fail('retryAfterSeconds must be a whole number >= 0');
+  if (!Array.isArray(o.storedHeaders)) fail('storedHeaders must be an array of header names');
+  if (!Array.isArray(o.fingerprint.headers) || !Array.isArray(o.fingerprint.excludeBodyPaths)) {
+    fail('fingerprint.headers and fingerprint.excludeBodyPaths must be arrays');
+  }
+}
+
+function validateOptions(o: ResolvedIdempotencyOptions): void {
+  const fail = (msg: string) => {
+    throw new Error(`IdempotencyModule: ${msg}`);
+  };
+  if (o.mode !== 'transactional' && o.mode !== 'leased') fail(`mode must be 'transactional' or 'leased', got ${String(o.mode)}`);
+  if (!(o.ttl > 0)) fail('ttl must be a positive number of milliseconds');
+  if (!(o.leaseMs > 0)) fail('leaseMs must be a positive number of milliseconds');
+  if (!(o.maxKeyLength >= 1 && o.maxKeyLength <= 255)) fail('maxKeyLength must be between 1 and 255');
+  if (!(o.maxResponseBytes > 0)) fail('maxResponseBytes must be positive');
+  if (o.mismatchStatus !== 422 && o.mismatchStatus !== 409) fail('mismatchStatus must be 422 or 409');
+  if (!/^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/.test(o.headerName)) fail(`headerName "${o.headerName}" is not a valid header name`);
+  if (!(o.lockTimeoutMs >= 0)) fail('lockTimeoutMs must be >= 0');
+  validateGateOptions(o, fail);
+  for (const [k, v] of Object.entries(o.tables)) if (!IDENTIFIER.test(v)) fail(`table name for ${k} is not a plain identifier: ${v}`);
+  if (o.schema !== undefined && !IDENTIFIER.test(o.schema)) fail(`schema is not a plain identifier: ${o.schema}`);
+  if (o.cleanup.batchSize < 1 || o.cleanup.batchSize > 4000) fail('cleanup.batchSize must be between 1 and 4000');
+  validateOutboxOptions(o.outbox, fail);
+  if (!(o.cleanup.intervalMs > 0)) fail('cleanup.intervalMs must be a positive number of milliseconds');
+  if (!(o.cleanup.timeBudgetMs > 0)) fail('cleanup.timeBudgetMs must be a positive number of milliseconds');
+  if (!(o.cleanup.dutyCycle > 0 && o.cleanup.dutyCycle <= 1)) fail('cleanup.dutyCycle must be greater than 0 and at most 1');
+  if (!(o.cleanup.outboxRetentionMs >= 0)) fail('cleanup.outboxRetentionMs must be >= 0');
+  if (!(o.cleanup.inboxRetentionMs >= 0)) fail('cleanup.inboxRetentionMs must be >= 0');
+  if (!(o.health.relayHeartbeatTimeoutMs > 0)) fail('health.relayHeartbeatTimeoutMs must be a positive number of milliseconds');
+  if (!(o.health.maxPendingAgeMs > 0)) fail('health.maxPendingAgeMs must be a positive number of milliseconds');
+  if (!(o.health.maxDeadLetters >= 0)) fail('health.maxDeadLetters must be >= 0');
+}
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  const out: Partial<T> = {};
+  for (const [k, v] of Object.entries(o)) if (v !== undefined) (out as Record<string, unknown>)[k] = v;
+  return out;
+}
+
+/** Outbox defaults; an unset publishTimeoutMs follows a short leaseMs (half of it) so that it stays below the lease. */
+function resolveOutboxOptions(raw: OutboxOptions = {}): ResolvedIdempotencyOptions['outbox'] {
+  const o = { ...DEFAULT_OPTIONS.outbox, ...stripUndefined(raw) };
+  if (raw.publishTimeoutMs === undefined) o.publishTimeoutMs = Math.min(DEFAULT_OPTIONS.outbox.publishTimeoutMs, Math.floor(o.leaseMs / 2));
+  return o;
+}
+
+function validateOutboxOptions(o: ResolvedIdempotencyOptions['outbox'], fail: (msg: string) => void): void {
+  if (!(o.pollIntervalMs > 0)) fail('outbox.pollIntervalMs must be a positive number of milliseconds');
+  if (!(Number.isInteger(o.batchSize) && o.batchSize >= 1 && o.batchSize <= 1000)) fail('outbox.batchSize must be an integer between 1 and 1000');
+  if (!(o.leaseMs > 0)) fail('outbox.leaseMs must be a positive number of milliseconds');
+  if (!(o.publishTimeoutMs > 0)) fail('outbox.publishTimeoutMs must be a positive number of milliseconds');
+  if (!(o.publishTimeoutMs < o.leaseMs)) {
+    fail(`outbox.publishTimeoutMs (${o.publishTimeoutMs}) must be below outbox.leaseMs (${o.leaseMs}): a batch must be settled before its lease lapses`);
+  }
+  if (!(Number.isInteger(o.maxAttempts) && o.maxAttempts >= 1)) fail('outbox.maxAttempts must be an integer >= 1');
+  if (!(o.backoffBaseMs >= 0)) fail('outbox.backoffBaseMs must be >= 0');
+  if (!(o.backoffMaxMs >= o.backoffBaseMs)) fail('outbox.backoffMaxMs must be >= outbox.backoffBaseMs');
+}

@@ -1,0 +1,75 @@
+import { InboxMessageFailedError, InboxMessageIdMissingError } from './inbox.errors';
+import type {
+  ConsumedMessage,
+  IdempotentConsumerOptions,
+  InboxProcessOptions,
+} from './inbox.interfaces';
+import type { InboxService } from './inbox.service';
+import { defaultMessageId, DEFAULT_MESSAGE_ID_SOURCES } from './message-id.extractor';
+
+/** What `@IdempotentConsumer()` stores on a method. @internal */
+export interface IdempotentConsumerDefinition {
+  consumer: string;
+  options: IdempotentConsumerOptions;
+}
+
+/** The RabbitMQ delivery of an RmqContext, when the context is one. */
+function rmqDelivery(context: unknown): { channel: any; message: any } | undefined {
+  const ctx = context as any;
+  if (!ctx || typeof ctx.getChannelRef !== 'function' || typeof ctx.getMessage !== 'function')
+    return undefined;
+  const channel = ctx.getChannelRef();
+  const message = ctx.getMessage();
+  return channel && message ? { channel, message } : undefined;
+}
+
+/** Reads the message id through the consumer's extractor (or the default one). */
+export function messageIdOf(def: IdempotentConsumerDefinition, message: ConsumedMessage): string {
+  const extract = def.options.messageId ?? defaultMessageId;
+  const raw = extract(message);
+  const id = raw === undefined || raw === null ? '' : String(raw);
+  if (!id) {
+    throw new InboxMessageIdMissingError(
+      def.consumer,
+      def.options.messageId ? 'the configured messageId extractor' : DEFAULT_MESSAGE_ID_SOURCES,
+    );
+  }
+  return id;
+}
+
+/**
+ * Runs one consumed message through the inbox: extract the id, process, and (RabbitMQ with
+ * `acknowledge`) ack or reject the delivery according to the outcome. Resolves with the
+ * handler's result, or undefined when the handler did not run (duplicate, recorded failed).
+ * @internal
+ */
+export async function consumeMessage(
+  inbox: InboxService,
+  def: IdempotentConsumerDefinition,
+  message: ConsumedMessage,
+  run: () => Promise<unknown>,
+): Promise<unknown> {
+  const delivery = def.options.acknowledge ? rmqDelivery(message.context) : undefined;
+  let id: string;
+  try {
+    id = messageIdOf(def, message);
+  } catch (e) {
+    // It will never get an id: requeueing would loop. Dead-lettered when the queue has a DLX.
+    delivery?.channel.nack(delivery.message, false, false);
+    throw e;
+  }
+  const options: InboxProcessOptions = {
+    maxAttempts: def.options.maxAttempts,
+    onMaxAttempts: def.options.onMaxAttempts,
+  };
+  let outcome;
+  try {
+    outcome = await inbox.process(def.consumer, id, run, options);
+  } catch (e) {
+    // Retry later (requeue), except a message already recorded as failed: dead-letter it.
+    delivery?.channel.nack(delivery.message, false, !(e instanceof InboxMessageFailedError));
+    throw e;
+  }
+  delivery?.channel.ack(delivery.message);
+  return outcome.status === 'processed' ? outcome.result : undefined;
+}

@@ -1,0 +1,50 @@
+import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
+import { defer, lastValueFrom, Observable } from 'rxjs';
+import { IDEMPOTENT_CONSUMER_METADATA, INBOX_HANDLED } from './inbox.constants';
+import { consumeMessage, IdempotentConsumerDefinition } from './inbox-consumer';
+import type { ConsumedMessage } from './inbox.interfaces';
+import { InboxService } from './inbox.service';
+
+/**
+ * Runs `@IdempotentConsumer()` handlers of Nest microservices (`@EventPattern`,
+ * `@MessagePattern`) through the inbox. It sees the transport's context (RmqContext,
+ * NatsContext, KafkaContext, …) whatever parameters the handler declares, so the message id
+ * can come from the message's properties and headers. Applied by the decorator; other execution
+ * contexts are left to the decorator's method wrapper. Protected hooks can be overridden by
+ * subclassing (`@UseInterceptors(MyInboxInterceptor)` with `@IdempotentConsumer()`).
+ */
+@Injectable()
+export class InboxInterceptor implements NestInterceptor {
+  constructor(protected readonly inbox: InboxService) {}
+
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    const handler = context.getHandler();
+    const def: IdempotentConsumerDefinition | undefined = Reflect.getMetadata(
+      IDEMPOTENT_CONSUMER_METADATA,
+      handler,
+    );
+    if (!def || context.getType() !== 'rpc') return next.handle();
+    const message = this.toMessage(context);
+    return defer(() =>
+      this.consume(def, message, () =>
+        // The handler runs inside the inbox transaction; its own wrapper sees the mark and passes through.
+        INBOX_HANDLED.run(handler, () => lastValueFrom(next.handle(), { defaultValue: undefined })),
+      ),
+    );
+  }
+
+  /** The consumed message as extractors see it (override to add fields to `data`). */
+  protected toMessage(context: ExecutionContext): ConsumedMessage {
+    const rpc = context.switchToRpc();
+    return { kind: 'rpc', data: rpc.getData(), context: rpc.getContext(), args: context.getArgs() };
+  }
+
+  /** Runs the message through the inbox (override to wrap it, e.g. with tracing). */
+  protected consume(
+    def: IdempotentConsumerDefinition,
+    message: ConsumedMessage,
+    run: () => Promise<unknown>,
+  ): Promise<unknown> {
+    return consumeMessage(this.inbox, def, message, run);
+  }
+}

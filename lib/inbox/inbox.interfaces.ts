@@ -1,0 +1,50 @@
+import type { InboxOptions } from '../idempotency.options';
+
+/** How one delivery ended. */
+export type InboxResult<T> =
+  /** The handler ran and its effects committed together with the inbox record. */
+  | { status: 'processed'; duplicate: false; result: T; attempts: number }
+  /** The message id was already processed by this consumer: the handler did not run. */
+  | { status: 'duplicate'; duplicate: true; attempts: number }
+  /**
+   * The message is recorded as failed (`maxAttempts` reached) and acknowledged: `duplicate` is
+   * false when this delivery's failure was the last attempt (`error` is its error), true when an
+   * earlier delivery had already given up.
+   */
+  | { status: 'failed'; duplicate: boolean; attempts: number; error?: unknown };
+
+/** Per-call overrides of the module's `inbox` options. */
+export type InboxProcessOptions = Partial<Required<InboxOptions>>;
+
+/** A consumed message as an extractor sees it. */
+export interface ConsumedMessage {
+  /** `rpc`: a Nest microservices handler (@EventPattern / @MessagePattern); `event`: an in-process listener or a direct call. */
+  kind: 'rpc' | 'event';
+  /** The payload: the packet data (rpc) or the listener's first argument (event). */
+  data: unknown;
+  /** The transport's context (RmqContext, NatsContext, KafkaContext, …) when there is one. */
+  context?: unknown;
+  /** The handler's arguments as the framework passed them. */
+  args: unknown[];
+}
+
+/** Reads the message id of a consumed message; `undefined`/`null`/'' means "none". */
+export type MessageIdExtractor = (message: ConsumedMessage) => string | number | undefined | null;
+
+export interface IdempotentConsumerOptions extends InboxProcessOptions {
+  /** The consumer name, part of the inbox key. Default: `ClassName.methodName`. */
+  consumer?: string;
+  /**
+   * Where the message id comes from. Default ({@link defaultMessageId}): the id the outbox relay
+   * sent, else the transport's own id (RabbitMQ `messageId` property, NATS / Kafka `message-id`
+   * header), else a `messageId` field of the payload.
+   */
+  messageId?: MessageIdExtractor;
+  /**
+   * RabbitMQ consumers started with `noAck: false`: acknowledge the delivery once the inbox has
+   * settled it (processed, duplicate, or recorded failed under `onMaxAttempts: 'ack'`) and reject
+   * it with requeue when the handler failed and should run again. Default false (Nest's RabbitMQ
+   * server acknowledges on receipt unless `noAck: false`). Ignored for other transports.
+   */
+  acknowledge?: boolean;
+}

@@ -1,0 +1,44 @@
+/** Texts of the inbox's errors and log lines. */
+
+export const MESSAGE_ID_MISSING = (consumer: string, looked: string) =>
+  `@IdempotentConsumer() ${consumer}: the message carries no message id (looked at ${looked}). ` +
+  `It was not processed, so that a redelivery cannot run it twice. Publish with a message id ` +
+  `(the outbox relay always sends one) or pass a messageId extractor to @IdempotentConsumer().`;
+
+export const MESSAGE_ID_INVALID = (consumer: string, max: number) =>
+  `InboxService: the message id for consumer "${consumer}" must be a non-empty string of at most ${max} characters.`;
+
+export const CONSUMER_INVALID = (max: number) =>
+  `InboxService: the consumer name must be a non-empty string of at most ${max} characters.`;
+
+export const MESSAGE_FAILED = (
+  consumer: string,
+  messageId: string,
+  attempts: number,
+  lastError: string | null,
+) =>
+  `Inbox: message ${messageId} for consumer "${consumer}" is recorded as failed after ${attempts} attempt(s)` +
+  `${lastError ? ` (last error: ${lastError})` : ''}; it is not run again until its inbox record is reset.`;
+
+export const GAVE_UP = (consumer: string, messageId: string, attempts: number) =>
+  `Inbox: consumer "${consumer}" gave up on message ${messageId} after ${attempts} failed attempt(s); recorded as failed.`;
+
+export const FAILURE_NOT_RECORDED = (consumer: string, messageId: string) =>
+  `Inbox: could not count the failed attempt of message ${messageId} for consumer "${consumer}"; the handler's error is rethrown.`;
+
+export const NO_INBOX_SERVICE = (consumer: string) =>
+  `@IdempotentConsumer() ${consumer} was called, but no InboxService is running: import IdempotencyModule.forRoot() ` +
+  `(or forRootAsync()) in the application module and call the method on the instance Nest created.`;
+
+export const CONNECTION_LOST = (consumer: string, messageId: string) =>
+  `Inbox: the database connection was lost while consumer "${consumer}" handled message ${messageId}; ` +
+  `rolled back and not counted as a failed attempt (the database failed, not the message): it runs again on redelivery.`;
+
+export const CLAIM_RETRIES_EXHAUSTED = (consumer: string, messageId: string, tries: number) =>
+  `Inbox: could not record message ${messageId} for consumer "${consumer}" after ${tries} deadlock/lock-timeout retries.`;
+
+export const MAX_ATTEMPTS_INVALID = (v: unknown) =>
+  `Inbox: maxAttempts must be a positive integer, got ${String(v)}.`;
+
+export const ON_MAX_ATTEMPTS_INVALID = (v: unknown) =>
+  `Inbox: onMaxAttempts must be 'ack' or 'rethrow', got ${String(v)}.`;

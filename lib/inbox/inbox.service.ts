@@ -1,0 +1,302 @@
+import {
+  Inject,
+  Injectable,
+  Logger,
+  LoggerService,
+  OnModuleDestroy,
+  OnModuleInit,
+} from '@nestjs/common';
+import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
+import type { InboxOptions, ResolvedIdempotencyOptions } from '../idempotency.options';
+import { MetricsService } from '../maintenance/metrics.service';
+import { QueryRunnerAlreadyReleasedError } from 'typeorm';
+import { DatabaseService } from '../persistence/database.service';
+import type { InboxClaim, InboxRow, InboxSql } from '../persistence/dialects';
+import { InboxMessageFailedError } from './inbox.errors';
+import type { InboxProcessOptions, InboxResult } from './inbox.interfaces';
+import {
+  CLAIM_RETRIES_EXHAUSTED,
+  CONNECTION_LOST,
+  CONSUMER_INVALID,
+  FAILURE_NOT_RECORDED,
+  GAVE_UP,
+  MAX_ATTEMPTS_INVALID,
+  MESSAGE_ID_INVALID,
+  ON_MAX_ATTEMPTS_INVALID,
+} from './inbox.messages';
+import { registerInboxService, unregisterInboxService } from './inbox.registry';
+
+/** Longest consumer name and message id the table holds. */
+export const MAX_CONSUMER_LENGTH = 200;
+export const MAX_MESSAGE_ID_LENGTH = 255;
+/** Longest stored error text. */
+const MAX_ERROR_LENGTH = 4000;
+/** Claims retried after a deadlock / lock timeout before the delivery fails (the broker redelivers). */
+const CLAIM_TRIES = 5;
+/** Claims repeated in one transaction when the record changed under the claim. */
+const CLAIM_AGAIN = 3;
+
+/** Marks an attempt whose transaction ended before the handler started. */
+class ClaimFailed extends Error {
+  constructor(readonly reason: unknown) {
+    super('inbox claim failed');
+  }
+}
+
+/**
+ * The inbox: runs a message handler at most once per (consumer, message id) with exactly-once
+ * effects. The message id is recorded in the same transaction as the handler's writes (through
+ * `TransactionHost.tx`), so either both commit or neither does; a redelivery of a processed
+ * message is recognised and skipped. A concurrent delivery of the same message waits for the
+ * first one's transaction and then skips (or runs, when the first rolled back). Failed attempts
+ * are counted in a separate short transaction, so the count survives the rollback; after
+ * `maxAttempts` the message is recorded as failed and acknowledged (or rethrown).
+ */
+@Injectable()
+export class InboxService implements OnModuleInit, OnModuleDestroy {
+  protected readonly logger: LoggerService | undefined;
+
+  constructor(
+    protected readonly db: DatabaseService,
+    protected readonly metrics: MetricsService,
+    @Inject(IDEMPOTENCY_OPTIONS) protected readonly options: ResolvedIdempotencyOptions,
+  ) {
+    this.logger = options.logger === false ? undefined : (options.logger ?? new Logger('Inbox'));
+  }
+
+  onModuleInit(): void {
+    registerInboxService(this);
+  }
+
+  onModuleDestroy(): void {
+    unregisterInboxService(this);
+  }
+
+  private get sql(): InboxSql {
+    return this.db.dialect.inbox;
+  }
+
+  /**
+   * Runs `handler` once for this (consumer, message id). Opens its own transaction (or joins the
+   * caller's, see below), records the id, runs the handler, commits.
+   *
+   * - Already processed: the handler does not run; `{ status: 'duplicate' }`.
+   * - The handler throws: its effects and the record roll back, the failed attempt is counted and
+   *   the error is rethrown, so the broker redelivers. At `maxAttempts` the message is recorded as
+   *   failed: `{ status: 'failed' }` under `onMaxAttempts: 'ack'`, the error under `'rethrow'`.
+   * - Called inside an active transaction (e.g. an in-process listener of an event emitted in one):
+   *   the record and the handler join that transaction and commit or roll back with it; a failure
+   *   is then not counted (it cannot be recorded apart from the transaction that holds the record).
+   */
+  async process<T>(
+    consumer: string,
+    messageId: string,
+    handler: () => Promise<T> | T,
+    options: InboxProcessOptions = {},
+  ): Promise<InboxResult<T>> {
+    this.validate(consumer, messageId);
+    const opts = InboxService.checkOptions({ ...this.options.inbox, ...stripUndefined(options) });
+    if (this.db.txHost.isTransactionActive())
+      return this.processJoined(consumer, messageId, handler, opts);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.processOnce(consumer, messageId, handler, opts);
+      } catch (e) {
+        if (!(e instanceof ClaimFailed)) throw e;
+        if (!this.sql.isRetryable(e.reason)) throw e.reason;
+        if (attempt >= CLAIM_TRIES) {
+          this.logger?.warn?.(CLAIM_RETRIES_EXHAUSTED(consumer, messageId, attempt));
+          throw e.reason;
+        }
+        await sleep(5 * attempt + Math.random() * 20);
+      }
+    }
+  }
+
+  /** The inbox record of a message, or undefined when there is none. */
+  find(consumer: string, messageId: string): Promise<InboxRow | undefined> {
+    return this.db.withoutTransaction(() => this.sql.find(this.db.exec(), consumer, messageId));
+  }
+
+  /**
+   * Deletes the inbox record of a message (an operator lets a message recorded as failed run
+   * again on its next delivery). Returns whether a record was deleted.
+   */
+  async reset(consumer: string, messageId: string): Promise<boolean> {
+    return (
+      (await this.db.withoutTransaction(() =>
+        this.sql.remove(this.db.exec(), consumer, messageId),
+      )) > 0
+    );
+  }
+
+  /** One attempt in a new transaction: claim, run, commit; a failure is counted afterwards. */
+  private async processOnce<T>(
+    consumer: string,
+    messageId: string,
+    handler: () => Promise<T> | T,
+    opts: Required<InboxOptions>,
+  ): Promise<InboxResult<T>> {
+    let started = false;
+    let connectionLost = false;
+    let outcome: { claim: InboxClaim; result?: T };
+    try {
+      outcome = await this.db.inNewTransaction(async () => {
+        let claim: InboxClaim;
+        try {
+          claim = await this.claim(consumer, messageId);
+        } catch (e) {
+          throw new ClaimFailed(e);
+        }
+        if (claim.outcome !== 'claimed') return { claim };
+        started = true;
+        const runner = this.db.txHost.tx.queryRunner;
+        try {
+          return { claim, result: await handler() };
+        } catch (e) {
+          // TypeORM releases a transaction's query runner when its connection reports an error:
+          // the handler failed because the database did.
+          connectionLost = !!runner?.isReleased;
+          throw e;
+        }
+      });
+    } catch (e) {
+      if (!started) throw e instanceof ClaimFailed ? e : new ClaimFailed(e);
+      if (connectionLost || e instanceof QueryRunnerAlreadyReleasedError) {
+        // Not the message's fault: counting it would let a database outage use up maxAttempts
+        // and record a good message as failed (acknowledged, never handled).
+        this.logger?.warn?.(CONNECTION_LOST(consumer, messageId));
+        throw e;
+      }
+      return this.afterFailure(consumer, messageId, e, opts);
+    }
+    return this.settle(consumer, messageId, outcome.claim, outcome.result as T, opts);
+  }
+
+  /** Inside the caller's transaction: claim and run; errors go to the caller's transaction. */
+  private async processJoined<T>(
+    consumer: string,
+    messageId: string,
+    handler: () => Promise<T> | T,
+    opts: Required<InboxOptions>,
+  ): Promise<InboxResult<T>> {
+    const claim = await this.claim(consumer, messageId);
+    if (claim.outcome !== 'claimed')
+      return this.settle(consumer, messageId, claim, undefined as T, opts);
+    const result = await handler();
+    return this.settle(consumer, messageId, claim, result, opts);
+  }
+
+  private async claim(consumer: string, messageId: string): Promise<InboxClaim> {
+    let claim = await this.sql.claim(this.db.exec(), consumer, messageId);
+    for (let i = 0; claim.outcome === 'again' && i < CLAIM_AGAIN; i++) {
+      claim = await this.sql.claim(this.db.exec(), consumer, messageId);
+    }
+    return claim;
+  }
+
+  private async settle<T>(
+    consumer: string,
+    messageId: string,
+    claim: InboxClaim,
+    result: T,
+    opts: Required<InboxOptions>,
+  ): Promise<InboxResult<T>> {
+    const attrs = { consumer };
+    switch (claim.outcome) {
+      case 'claimed':
+        this.metrics.inboxProcessed.add(1, attrs);
+        return { status: 'processed', duplicate: false, result, attempts: claim.attempts };
+      case 'processed':
+        this.metrics.inboxDuplicates.add(1, attrs);
+        return { status: 'duplicate', duplicate: true, attempts: claim.attempts };
+      case 'failed': {
+        this.metrics.inboxDuplicates.add(1, attrs);
+        if (opts.onMaxAttempts === 'ack')
+          return { status: 'failed', duplicate: true, attempts: claim.attempts };
+        const row = await this.find(consumer, messageId).catch(() => undefined);
+        throw new InboxMessageFailedError(
+          consumer,
+          messageId,
+          claim.attempts,
+          row?.lastError ?? null,
+        );
+      }
+      default:
+        throw new Error(`inbox claim of ${messageId} did not settle`);
+    }
+  }
+
+  /** The handler's transaction rolled back: count the attempt in its own transaction. */
+  private async afterFailure<T>(
+    consumer: string,
+    messageId: string,
+    error: unknown,
+    opts: Required<InboxOptions>,
+  ): Promise<InboxResult<T>> {
+    let count;
+    try {
+      count = await this.db.inNewTransaction(() =>
+        this.sql.recordFailure(
+          this.db.exec(),
+          consumer,
+          messageId,
+          describe(error),
+          opts.maxAttempts,
+        ),
+      );
+    } catch (recordError) {
+      this.logger?.error(FAILURE_NOT_RECORDED(consumer, messageId), (recordError as Error)?.stack);
+      throw error;
+    }
+    if (count.status === 'processed') {
+      // Another delivery of the same message committed meanwhile: nothing is left to do.
+      this.metrics.inboxDuplicates.add(1, { consumer });
+      return { status: 'duplicate', duplicate: true, attempts: count.attempts };
+    }
+    if (count.status !== 'failed') throw error;
+    this.metrics.inboxFailed.add(1, { consumer });
+    this.logger?.error(GAVE_UP(consumer, messageId, count.attempts), (error as Error)?.stack);
+    if (opts.onMaxAttempts === 'rethrow') throw error;
+    return { status: 'failed', duplicate: false, attempts: count.attempts, error };
+  }
+
+  private validate(consumer: string, messageId: string): void {
+    if (
+      typeof consumer !== 'string' ||
+      consumer.length === 0 ||
+      consumer.length > MAX_CONSUMER_LENGTH
+    ) {
+      throw new TypeError(CONSUMER_INVALID(MAX_CONSUMER_LENGTH));
+    }
+    if (
+      typeof messageId !== 'string' ||
+      messageId.length === 0 ||
+      messageId.length > MAX_MESSAGE_ID_LENGTH
+    ) {
+      throw new TypeError(MESSAGE_ID_INVALID(consumer, MAX_MESSAGE_ID_LENGTH));
+    }
+  }
+
+  private static checkOptions(o: Required<InboxOptions>): Required<InboxOptions> {
+    if (!Number.isInteger(o.maxAttempts) || o.maxAttempts < 1)
+      throw new TypeError(MAX_ATTEMPTS_INVALID(o.maxAttempts));
+    if (o.onMaxAttempts !== 'ack' && o.onMaxAttempts !== 'rethrow')
+      throw new TypeError(ON_MAX_ATTEMPTS_INVALID(o.onMaxAttempts));
+    return o;
+  }
+}
+
+function describe(error: unknown): string {
+  const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  return text.length > MAX_ERROR_LENGTH ? text.slice(0, MAX_ERROR_LENGTH) : text;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  const out: Partial<T> = {};
+  for (const [k, v] of Object.entries(o))
+    if (v !== undefined) (out as Record<string, unknown>)[k] = v;
+  return out;
+}

@@ -1,0 +1,81 @@
+// Public API of nestjs-exactly-once.
+export { IdempotencyModule } from './idempotency.module';
+export type { IdempotencyModuleAsyncOptions, IdempotencyOptionsFactory } from './idempotency-module.interfaces';
+export * from './idempotency.options';
+export { REPLAYED_HEADER } from './idempotency.constants';
+
+// HTTP idempotency gate
+export { Idempotent } from './http/idempotent.decorator';
+export { IdempotencyInterceptor } from './http/idempotency.interceptor';
+export { IdempotencyExceptionFilter } from './http/idempotency-exception.filter';
+export { IdempotencyContext, IdempotencyKey, deriveKey } from './http/idempotency-context';
+export type { IdempotencyInfo } from './http/idempotency-context';
+export { ProblemException, PROBLEM_TYPES } from './http/idempotency.errors';
+export type { ProblemDetails } from './http/idempotency.errors';
+export { parseIdempotencyKey } from './http/idempotency-key.parser';
+export { canonicalJson } from './http/canonical-json';
+export { requestFingerprint } from './http/request-fingerprint';
+
+// Transactional outbox
+export { OutboxService } from './outbox/outbox.service';
+export { OutboxRelay } from './outbox/outbox-relay.service';
+export { OutboxAdminService } from './outbox/outbox-admin.service';
+export type { OutboxEntry, OutboxListFilter } from './outbox/outbox-admin.service';
+export type { OutboxRelayStatus, OutboxBatchResult } from './outbox/outbox-relay.service';
+export { OutboxPublisher } from './outbox/outbox-publisher.interface';
+export type { OutboxEvent, OutboxMessage } from './outbox/outbox-message.interface';
+export { OUTBOX_HEADERS } from './outbox/outbox.constants';
+export { OutboxTransactionRequiredError, InvalidOutboxEventError, OutboxPublishTimeoutError } from './outbox/outbox.errors';
+export { outboxBackoffMs } from './outbox/outbox-backoff';
+export { ClientProxyPublisher } from './outbox/publishers/client-proxy.publisher';
+export type { ClientProxyPublisherOptions, ClientProxyTransport, OutboxEnvelope } from './outbox/publishers/client-proxy.publisher';
+export { ServiceBusPublisher } from './outbox/publishers/service-bus.publisher';
+export type {
+  ServiceBusPublisherOptions,
+  ServiceBusSenderLike,
+  ServiceBusMessageLike,
+  ServiceBusMessageBatchLike,
+} from './outbox/publishers/service-bus.publisher';
+export { FunctionPublisher } from './outbox/publishers/function.publisher';
+export type { OutboxRow, OutboxStatus } from './persistence/dialects';
+
+// Inbox
+export { InboxService } from './inbox/inbox.service';
+export { IdempotentConsumer } from './inbox/idempotent-consumer.decorator';
+export { InboxInterceptor } from './inbox/inbox.interceptor';
+export { InboxMessageIdMissingError, InboxMessageFailedError } from './inbox/inbox.errors';
+export { defaultMessageId, transportMessageId, payloadMessageId } from './inbox/message-id.extractor';
+export { MESSAGE_ID_HEADER } from './inbox/inbox.constants';
+export type {
+  InboxResult,
+  InboxProcessOptions,
+  ConsumedMessage,
+  MessageIdExtractor,
+  IdempotentConsumerOptions,
+} from './inbox/inbox.interfaces';
+export type { InboxRow, InboxStatus } from './persistence/dialects';
+
+// Conditional requests (ETag / If-Match)
+export * from './conditional';
+
+// Persistence
+export { getIdempotencyEntities } from './persistence/entities';
+export type { IdempotencyRecord, EntityOptions } from './persistence/entities';
+export type { InboxMessage } from './persistence/entities';
+export type { OutboxRecord } from './persistence/entities';
+export { getIdempotencyMigrations } from './persistence/migrations';
+export type { MigrationNamingOptions } from './persistence/migrations';
+
+// Maintenance
+export { MetricsService, METER_NAME, METRIC_NAMES } from './maintenance/metrics.service';
+export type { OutboxBacklogSnapshot } from './maintenance/metrics.service';
+export { CleanupService } from './maintenance/cleanup.service';
+export type { CleanupReport, CleanupRunOptions, CleanupTable } from './maintenance/cleanup.service';
+export { IdempotencyHealthIndicator } from './maintenance/health.indicator';
+export type { OutboxHealthDetails, OutboxHealthResult, RelayLiveness } from './maintenance/health.indicator';
+export { IdempotencyAdminService, OUTBOX_STATUSES, scopeOf } from './maintenance/admin.service';
+export type { IdempotencyKeyView, IdempotencyScopeRef, PurgeResult, RequeueResult } from './maintenance/admin.service';
+export { IdempotencyAdminModule } from './maintenance/admin.module';
+export { createAdminController, ADMIN_PROBLEM_TYPES } from './maintenance/admin.controller';
+export type { AdminControllerOptions } from './maintenance/admin.controller';
+export { ProblemDetailsFilter } from './http/problem-details.filter';

@@ -1,0 +1,161 @@
+import { Injectable } from '@nestjs/common';
+import { keyHashOf } from '../http/idempotency-context';
+import { buildScope } from '../http/request-scope';
+import { OutboxAdminService, type OutboxEntry, type OutboxListFilter } from '../outbox/outbox-admin.service';
+import { DatabaseService } from '../persistence/database.service';
+import type { OutboxStatus } from '../persistence/dialects';
+import type { SqlExecutor } from '../persistence/sql-executor';
+import { executorFor } from '../persistence/sql-executor';
+
+/** Statuses an outbox message can have. */
+export const OUTBOX_STATUSES: readonly OutboxStatus[] = ['pending', 'sent', 'dead'];
+
+/** `requeued`: pending again, attempts reset, due now (the relay of this process is woken). */
+export type RequeueResult =
+  | { outcome: 'requeued'; message: OutboxEntry }
+  | { outcome: 'not-found' }
+  | { outcome: 'not-requeueable'; status: OutboxStatus };
+
+export type PurgeResult = { outcome: 'purged' } | { outcome: 'not-found' } | { outcome: 'not-purgeable'; status: OutboxStatus };
+
+/** Where an idempotency key lives: the stored scope string, or the parts the gate builds it from. */
+export type IdempotencyScopeRef =
+  | string
+  | {
+      /** Tenant as the tenant resolver returns it; `-` when none. */
+      tenant?: string;
+      /** Principal as the principal resolver returns it; `-` when none. */
+      principal?: string;
+      method: string;
+      /** Route template, e.g. `/payments`. */
+      route: string;
+    };
+
+/** What the ledger holds for one key (never the stored response body itself). */
+export interface IdempotencyKeyView {
+  scope: string;
+  /** The short hash under which the key appears in logs. */
+  keyHash: string;
+  state: 'started' | 'completed';
+  responseStatus: number | null;
+  /** Stored response headers; null while started or when stored encrypted. */
+  responseHeaders: Record<string, string> | null;
+  /** The stored answer is sealed with the module's encryption key. */
+  encrypted: boolean;
+  /** Size of the stored (possibly encrypted) response body. */
+  responseBodyBytes: number;
+  /** Past its expiry: counts as absent and is deleted by cleanup. */
+  expired: boolean;
+  /** Milliseconds left on a started record's lease. */
+  leaseRemainingMs: number;
+}
+
+/**
+ * Operations API in one place: outbox messages by status or partition key, re-queue of dead or
+ * sent ones, purge of dead ones (through the outbox's `OutboxAdminService`), and inspection or
+ * eviction of an idempotency key by scope + key. Statements run outside any ambient transaction.
+ * `IdempotencyAdminModule` mounts an HTTP API over it; or call it from your own (protected)
+ * endpoints and scripts.
+ */
+@Injectable()
+export class IdempotencyAdminService {
+  constructor(
+    private readonly db: DatabaseService,
+    private readonly outbox: OutboxAdminService,
+  ) {}
+
+  protected exec(): SqlExecutor {
+    return executorFor(this.db.dataSource.manager);
+  }
+
+  /** Messages in sequence order, filtered by status and/or partition key (keyset paging by `afterSeq`). */
+  listOutbox(filter: OutboxListFilter = {}): Promise<OutboxEntry[]> {
+    return this.outbox.list(filter);
+  }
+
+  /** One message with its payload, or undefined. */
+  getOutboxMessage(id: string): Promise<OutboxEntry | undefined> {
+    return this.outbox.get(id);
+  }
+
+  /** Puts a dead or sent message back to pending (attempts reset, due now); the relay publishes it again. */
+  async requeueOutboxMessage(id: string): Promise<RequeueResult> {
+    const before = await this.outbox.get(id);
+    if (!before) return { outcome: 'not-found' };
+    if (before.status === 'pending') return { outcome: 'not-requeueable', status: before.status };
+    await this.outbox.requeue(id);
+    const after = await this.outbox.get(id);
+    return after ? { outcome: 'requeued', message: after } : { outcome: 'not-found' };
+  }
+
+  /** Re-queues every dead message (in pages of 500); returns how many. */
+  requeueAllDead(): Promise<number> {
+    return this.forEachDeadPage((ids) => this.outbox.requeue(ids));
+  }
+
+  /** Deletes one dead message for good. */
+  async purgeDeadMessage(id: string): Promise<PurgeResult> {
+    const row = await this.outbox.get(id);
+    if (!row) return { outcome: 'not-found' };
+    if (row.status !== 'dead') return { outcome: 'not-purgeable', status: row.status };
+    const n = await this.outbox.purgeDead(id);
+    return n === 1 ? { outcome: 'purged' } : { outcome: 'not-found' };
+  }
+
+  /** Deletes every dead message (in pages of 500); returns how many. */
+  purgeAllDead(): Promise<number> {
+    return this.forEachDeadPage((ids) => this.outbox.purgeDead(ids));
+  }
+
+  /** The ledger's record for a key (never its stored body), or undefined. */
+  async inspectIdempotencyKey(scope: IdempotencyScopeRef, key: string): Promise<IdempotencyKeyView | undefined> {
+    const s = scopeOf(scope);
+    const row = await this.db.dialect.idempotency.find(this.exec(), s, key);
+    if (!row) return undefined;
+    return {
+      scope: s,
+      keyHash: keyHashOf(s, key),
+      state: row.state,
+      responseStatus: row.responseStatus,
+      ...storedHeaders(row.responseHeaders),
+      responseBodyBytes: row.responseBody?.length ?? 0,
+      expired: row.expired,
+      leaseRemainingMs: row.leaseRemainingMs,
+    };
+  }
+
+  /** Deletes a key's record: the next request with it runs the handler again. Returns whether one existed. */
+  async evictIdempotencyKey(scope: IdempotencyScopeRef, key: string): Promise<boolean> {
+    const n = await this.db.dialect.idempotency.evict(this.exec(), scopeOf(scope), key);
+    return n > 0;
+  }
+
+  private async forEachDeadPage(fn: (ids: string[]) => Promise<number>): Promise<number> {
+    let total = 0;
+    let afterSeq: string | undefined;
+    for (;;) {
+      const rows = await this.outbox.list({ status: 'dead', afterSeq, limit: 500 });
+      if (rows.length === 0) return total;
+      total += await fn(rows.map((r) => r.id));
+      afterSeq = rows[rows.length - 1].seq;
+    }
+  }
+}
+
+/** The scope string of a scope reference (the gate's `buildScope`). */
+export function scopeOf(ref: IdempotencyScopeRef): string {
+  if (typeof ref === 'string') return ref;
+  return buildScope(ref.tenant ?? '-', ref.principal ?? '-', ref.method, ref.route);
+}
+
+/** The headers column of the ledger: `{"h": [[name, value], …]}`, or `{"encrypted": 1}`. */
+function storedHeaders(text: string | null): { responseHeaders: Record<string, string> | null; encrypted: boolean } {
+  if (text === null) return { responseHeaders: null, encrypted: false };
+  try {
+    const meta = JSON.parse(text);
+    if (meta?.encrypted) return { responseHeaders: null, encrypted: true };
+    return { responseHeaders: Array.isArray(meta?.h) ? Object.fromEntries(meta.h) : null, encrypted: false };
+  } catch {
+    return { responseHeaders: null, encrypted: false };
+  }
+}

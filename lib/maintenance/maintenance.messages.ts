@@ -1,0 +1,38 @@
+/** Messages of the maintenance features (cleanup, health, admin), in one place. */
+
+export const CLEANUP_STATEMENT_FAILED = (table: string, error: string) =>
+  `Retention cleanup of the ${table} table failed (the next run tries again): ${error}`;
+
+export const CLEANUP_RUN_FAILED = (error: string) => `Retention cleanup run failed (the next run tries again): ${error}`;
+
+export const HEALTH_RELAY_STALE = (ageMs: number, maxMs: number) =>
+  `the outbox relay in this process has not polled for ${ageMs} ms (threshold ${maxMs} ms)`;
+
+export const HEALTH_RELAY_STOPPED = 'the outbox relay in this process is stopped';
+
+export const HEALTH_BACKLOG_OLD = (ageMs: number, maxMs: number) =>
+  `the oldest pending outbox message is ${ageMs} ms old (threshold ${maxMs} ms)`;
+
+export const HEALTH_DEAD_LETTERS = (count: number, max: number) =>
+  `${count} outbox messages are dead letters (threshold ${max})`;
+
+export const HEALTH_QUERY_FAILED = (error: string) => `the outbox could not be inspected: ${error}`;
+
+export const ADMIN_BAD_STATUS = (value: string, allowed: readonly string[]) =>
+  `status must be one of ${allowed.join(', ')}; got "${value}".`;
+
+export const ADMIN_BAD_LIMIT = (value: string, max: number) => `limit must be a whole number from 1 to ${max}; got "${value}".`;
+
+export const ADMIN_BAD_ID = (value: string) => `"${value}" is not a valid outbox message id.`;
+
+export const ADMIN_MESSAGE_NOT_FOUND = (id: string) => `No outbox message with id "${id}".`;
+
+export const ADMIN_NOT_REQUEUEABLE = (id: string, status: string) =>
+  `Outbox message "${id}" is ${status}; only dead or sent messages can be re-queued.`;
+
+export const ADMIN_NOT_PURGEABLE = (id: string, status: string) =>
+  `Outbox message "${id}" is ${status}; only dead messages can be purged.`;
+
+export const ADMIN_MISSING_PARAM = (name: string) => `The query parameter "${name}" is required.`;
+
+export const ADMIN_KEY_NOT_FOUND = 'No idempotency record for this scope and key.';

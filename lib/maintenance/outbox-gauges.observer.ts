@@ -1,0 +1,47 @@
+import { Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { DatabaseService } from '../persistence/database.service';
+import type { OutboxBacklogSnapshot } from './metrics.service';
+import { MetricsService } from './metrics.service';
+import { executorFor } from '../persistence/sql-executor';
+
+/** A collection within this many ms of the last one reuses its figures (several readers, one query). */
+const CACHE_MS = 1000;
+
+/**
+ * Feeds the outbox gauges (`outbox.backlog`, `outbox.oldest_pending.age`, `outbox.dead_letters`)
+ * from the database when a metric reader collects: one cheap query over the pending and dead
+ * rows, at most once a second. Without an OpenTelemetry SDK nothing ever collects.
+ * @internal
+ */
+@Injectable()
+export class OutboxGaugesObserver implements OnModuleInit, OnModuleDestroy {
+  private dispose: (() => void) | undefined;
+  private cached: { at: number; value: Promise<OutboxBacklogSnapshot> } | undefined;
+
+  constructor(
+    private readonly db: DatabaseService,
+    private readonly metrics: MetricsService,
+  ) {}
+
+  onModuleInit(): void {
+    this.dispose = this.metrics.observeOutbox(() => this.snapshot());
+  }
+
+  onModuleDestroy(): void {
+    this.dispose?.();
+    this.dispose = undefined;
+  }
+
+  private snapshot(): Promise<OutboxBacklogSnapshot> {
+    const now = Date.now();
+    if (this.cached && now - this.cached.at < CACHE_MS) return this.cached.value;
+    const value = this.db.dialect.health
+      .outboxHealth(executorFor(this.db.dataSource.manager))
+      .then((r) => ({ pending: r.pending, oldestPendingAgeMs: r.oldestPendingAgeMs, dead: r.dead }));
+    value.catch(() => {
+      if (this.cached?.value === value) this.cached = undefined;
+    });
+    this.cached = { at: now, value };
+    return value;
+  }
+}

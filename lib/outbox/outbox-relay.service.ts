@@ -1,0 +1,393 @@
+import {
+  BeforeApplicationShutdown,
+  Inject,
+  Injectable,
+  Logger,
+  LoggerService,
+  OnApplicationBootstrap,
+} from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
+import type { ResolvedIdempotencyOptions } from '../idempotency.options';
+import { MetricsService } from '../maintenance/metrics.service';
+import { DatabaseService } from '../persistence/database.service';
+import type { OutboxRow, OutboxSql, OutboxTransactionRunner } from '../persistence/dialects';
+import { executorFor, type SqlExecutor } from '../persistence/sql-executor';
+import { faultPoint } from '../testing/fault-points';
+import { outboxBackoffMs } from './outbox-backoff';
+import { OUTBOX_HEADERS, OUTBOX_LIMITS } from './outbox.constants';
+import { OutboxPublishTimeoutError } from './outbox.errors';
+import { NO_PUBLISHER, PUBLISH_TIMEOUT, UNREADABLE_PAYLOAD } from './outbox.messages';
+import type { OutboxMessage } from './outbox-message.interface';
+import { OutboxPublisher } from './outbox-publisher.interface';
+import { OutboxWakeSignal } from './outbox-wake.signal';
+
+/** What the relay of this process is doing, for health checks and metrics. */
+export interface OutboxRelayStatus {
+  /** `idle`: not started (disabled, no publisher) or stopped. */
+  state: 'idle' | 'running' | 'stopping';
+  relayId: string;
+  /** Start of the last loop pass (a stuck relay stops updating it). */
+  heartbeatAt: Date | null;
+  batches: number;
+  published: number;
+  failed: number;
+  dead: number;
+}
+
+/** Outcome of one claimed batch. */
+export interface OutboxBatchResult {
+  claimed: number;
+  published: number;
+  failed: number;
+  dead: number;
+  /** Rows given back unpublished (the relay was stopping). */
+  released: number;
+}
+
+/**
+ * The outbox relay: started at application bootstrap, stopped before shutdown. Each pass claims
+ * a batch of the oldest due messages under a lease (safe with any number of relays on one
+ * database), publishes them through the `OutboxPublisher`, waits for the broker's confirmation,
+ * then marks them sent; a failed message is retried later with exponential backoff and jitter,
+ * and becomes dead after `outbox.maxAttempts`. It polls every `outbox.pollIntervalMs`, claims
+ * again at once while batches come back full, and is woken at once when a transaction of this
+ * process that added outbox rows commits. A relay that dies mid-batch loses its lease and
+ * another relay publishes the batch again (at-least-once: consumers de-duplicate by message id).
+ *
+ * On shutdown it stops claiming, lets the in-flight batch finish (each publish is bounded by
+ * `outbox.publishTimeoutMs`) and marks it, or releases rows it had not started publishing.
+ */
+@Injectable()
+export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  /** Identifies this relay in lease owners (`<host>/<pid>/<random>#<batch>`). */
+  readonly relayId = `${hostname().slice(0, 64)}/${process.pid}/${randomUUID().slice(0, 8)}`;
+  protected readonly logger: LoggerService | undefined;
+  private publisher: OutboxPublisher | undefined;
+  private state: OutboxRelayStatus['state'] = 'idle';
+  private loop: Promise<void> | undefined;
+  private interruptSleep: (() => void) | undefined;
+  private woken = false;
+  private batchNo = 0;
+  private unsubscribe: (() => void) | undefined;
+  private readonly counters = {
+    heartbeatAt: null as Date | null,
+    batches: 0,
+    published: 0,
+    failed: 0,
+    dead: 0,
+  };
+
+  constructor(
+    private readonly db: DatabaseService,
+    @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
+    private readonly moduleRef: ModuleRef,
+    private readonly signal: OutboxWakeSignal,
+    private readonly metrics: MetricsService,
+  ) {
+    this.logger =
+      options.logger === false ? undefined : (options.logger ?? new Logger('OutboxRelay'));
+  }
+
+  onApplicationBootstrap(): void {
+    if (!this.options.outbox.relayEnabled) return;
+    const publisher = this.resolvePublisher();
+    if (!publisher) {
+      this.log('log', 'relay.not-started', { reason: NO_PUBLISHER });
+      return;
+    }
+    this.start(publisher);
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.stop();
+  }
+
+  /** Starts the loop (bootstrap does it when `outbox.relayEnabled`); a no-op when running. */
+  start(publisher?: OutboxPublisher): void {
+    if (this.state !== 'idle') return;
+    const p = publisher ?? this.publisher ?? this.resolvePublisher();
+    if (!p) throw new Error(NO_PUBLISHER);
+    this.publisher = p;
+    this.state = 'running';
+    this.unsubscribe = this.signal.subscribe(() => this.wake());
+    this.loop = this.run().finally(() => {
+      this.state = 'idle';
+      this.unsubscribe?.();
+      this.unsubscribe = undefined;
+    });
+  }
+
+  /** Stops claiming, finishes (or releases) the in-flight batch, and resolves when the loop has ended. */
+  async stop(): Promise<void> {
+    if (this.state === 'running') this.state = 'stopping';
+    this.interruptSleep?.();
+    await this.loop;
+  }
+
+  /** Claims again at once instead of at the next poll (new rows were committed in this process). */
+  wake(): void {
+    this.woken = true;
+    this.interruptSleep?.();
+  }
+
+  get status(): OutboxRelayStatus {
+    return { state: this.state, relayId: this.relayId, ...this.counters };
+  }
+
+  /**
+   * One pass: claims a batch, publishes it and marks the outcome. The loop calls it; it can be
+   * called directly (e.g. to drain the outbox in a script) with the relay stopped.
+   */
+  async runOnce(
+    publisher: OutboxPublisher | undefined = this.publisher ?? this.resolvePublisher(),
+  ): Promise<OutboxBatchResult> {
+    if (!publisher) throw new Error(NO_PUBLISHER);
+    const o = this.options.outbox;
+    const owner = `${this.relayId}#${++this.batchNo}`;
+    const result: OutboxBatchResult = { claimed: 0, published: 0, failed: 0, dead: 0, released: 0 };
+    const rows = await this.sql.claim(this.exec, this.inTransaction, {
+      owner,
+      limit: o.batchSize,
+      leaseMs: o.leaseMs,
+      ordered: o.ordered,
+    });
+    result.claimed = rows.length;
+    if (!rows.length) return result;
+    if (this.state === 'stopping') {
+      result.released = await this.sql.release(
+        this.exec,
+        rows.map((r) => r.seq),
+        owner,
+      );
+      return result;
+    }
+    this.counters.batches++;
+    const { outcomes, messages } = await this.publishAll(publisher, rows);
+    faultPoint('relay-after-publish');
+    const sent = rows.filter((_, i) => !outcomes[i]);
+    if (sent.length) {
+      const marked = await this.sql.markSent(
+        this.exec,
+        sent.map((r) => r.seq),
+        owner,
+      );
+      if (marked < sent.length) {
+        // Our lease lapsed and another relay took some rows over: it publishes them again.
+        this.log('warn', 'lease-lost', { owner, published: sent.length, marked });
+      }
+      result.published = sent.length;
+      this.counters.published += sent.length;
+      const published = messages.filter((m, i): m is OutboxMessage => !!m && !outcomes[i]);
+      this.metrics.outboxPublished.add(sent.length);
+      const now = Date.now();
+      for (const m of published)
+        this.metrics.outboxPublishLag.record(Math.max(0, now - m.createdAt.getTime()));
+      this.onPublished(published);
+    }
+    await Promise.all(
+      rows.map(async (row, i) => {
+        const error = outcomes[i];
+        if (!error) return;
+        const attempt = row.attempts + 1;
+        const dead = attempt >= o.maxAttempts;
+        const retryInMs = dead ? 0 : outboxBackoffMs(attempt, o.backoffBaseMs, o.backoffMaxMs);
+        const text = (error.message || String(error)).slice(0, OUTBOX_LIMITS.errorLength);
+        await this.sql.markFailed(this.exec, { seq: row.seq, owner, error: text, retryInMs, dead });
+        result.failed++;
+        this.counters.failed++;
+        this.metrics.outboxFailed.add(1);
+        if (dead) {
+          result.dead++;
+          this.counters.dead++;
+          this.metrics.outboxDead.add(1);
+          this.log('error', 'dead', {
+            messageId: row.id,
+            type: row.type,
+            attempts: attempt,
+            error: text,
+          });
+        } else {
+          this.log('warn', 'failed', {
+            messageId: row.id,
+            type: row.type,
+            attempts: attempt,
+            retryInMs,
+            error: text,
+          });
+        }
+        this.onFailed(row, error, dead);
+      }),
+    );
+    this.log('debug', 'batch', { owner, ...result });
+    return result;
+  }
+
+  /** Called after a batch was confirmed by the broker and marked sent (override for metrics). */
+  protected onPublished(_messages: OutboxMessage[]): void {}
+
+  /** Called after a failed attempt was recorded (override for metrics). */
+  protected onFailed(_row: OutboxRow, _error: Error, _dead: boolean): void {}
+
+  /** The publisher: the `outbox.publisher` option, else an `OutboxPublisher` provider anywhere in the app. */
+  protected resolvePublisher(): OutboxPublisher | undefined {
+    if (this.options.outbox.publisher) return this.options.outbox.publisher;
+    try {
+      return this.moduleRef.get<OutboxPublisher>(OutboxPublisher, { strict: false }) ?? undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Turns a claimed row into the message a publisher sees (override to add headers). */
+  protected toMessage(row: OutboxRow): OutboxMessage {
+    const headers: Record<string, string> = row.headers ? JSON.parse(row.headers) : {};
+    headers[OUTBOX_HEADERS.messageId] = row.id;
+    headers[OUTBOX_HEADERS.type] = row.type;
+    if (row.partitionKey !== null) headers[OUTBOX_HEADERS.partitionKey] = row.partitionKey;
+    return {
+      id: row.id,
+      type: row.type,
+      payload: JSON.parse(row.payload),
+      headers,
+      partitionKey: row.partitionKey,
+      seq: row.seq,
+      attempts: row.attempts,
+      createdAt: row.createdAt,
+    };
+  }
+
+  /** Publishes every row of the batch; one outcome per row (undefined = confirmed) and the messages (by row). */
+  private async publishAll(
+    publisher: OutboxPublisher,
+    rows: OutboxRow[],
+  ): Promise<{ outcomes: Array<Error | undefined>; messages: Array<OutboxMessage | undefined> }> {
+    const timeoutMs = this.options.outbox.publishTimeoutMs;
+    const outcomes: Array<Error | undefined> = new Array(rows.length).fill(undefined);
+    const byRow: Array<OutboxMessage | undefined> = new Array(rows.length).fill(undefined);
+    const messages: OutboxMessage[] = [];
+    const index: number[] = [];
+    rows.forEach((row, i) => {
+      try {
+        byRow[i] = this.toMessage(row);
+        messages.push(byRow[i]!);
+        index.push(i);
+      } catch (e) {
+        outcomes[i] = new Error(UNREADABLE_PAYLOAD((e as Error).message));
+      }
+    });
+    if (publisher.publishBatch) {
+      try {
+        const results = await withTimeout(publisher.publishBatch(messages), timeoutMs);
+        messages.forEach((_, k) => (outcomes[index[k]] = toError(results[k], true)));
+      } catch (e) {
+        for (const i of index) outcomes[i] = toError(e);
+      }
+    } else {
+      await Promise.all(
+        messages.map(async (m, k) => {
+          try {
+            await withTimeout(publisher.publish(m), timeoutMs);
+          } catch (e) {
+            outcomes[index[k]] = toError(e);
+          }
+        }),
+      );
+    }
+    return { outcomes, messages: byRow };
+  }
+
+  /** One structured log line (JSON): message ids and types, never payloads. */
+  private log(level: 'log' | 'warn' | 'error' | 'debug', event: string, fields: object = {}): void {
+    if (!this.logger) return;
+    const line = JSON.stringify({ event: `outbox.${event}`, ...fields });
+    (this.logger[level] ?? this.logger.log).call(this.logger, line);
+  }
+
+  private async run(): Promise<void> {
+    const o = this.options.outbox;
+    let errors = 0;
+    this.log('log', 'relay.started', {
+      relayId: this.relayId,
+      batchSize: o.batchSize,
+      pollIntervalMs: o.pollIntervalMs,
+      leaseMs: o.leaseMs,
+      ordered: o.ordered,
+    });
+    while (this.state === 'running') {
+      this.counters.heartbeatAt = new Date();
+      this.woken = false;
+      let full = false;
+      try {
+        const r = await this.runOnce(this.publisher);
+        full = r.claimed >= o.batchSize;
+        errors = 0;
+      } catch (e) {
+        errors++;
+        this.log('warn', 'relay.pass-failed', { inARow: errors, error: (e as Error).message });
+      }
+      if (this.state !== 'running') break;
+      if (full || (this.woken && errors === 0)) continue;
+      await this.sleep(
+        errors ? Math.min(o.pollIntervalMs * 2 ** Math.min(errors, 10), 30_000) : o.pollIntervalMs,
+      );
+    }
+    this.log('log', 'relay.stopped', { relayId: this.relayId });
+  }
+
+  private sleep(ms: number): Promise<void> {
+    if (this.woken || this.state !== 'running') return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.interruptSleep = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.interruptSleep = done;
+    });
+  }
+
+  private get sql(): OutboxSql {
+    return this.db.dialect.outbox;
+  }
+
+  /** Relay statements run on their own (autocommit), outside any ambient transaction. */
+  private get exec(): SqlExecutor {
+    return executorFor(this.db.dataSource.manager);
+  }
+
+  private readonly inTransaction: OutboxTransactionRunner = (fn) => {
+    const driver = this.db.dataSource.driver as unknown as {
+      supportedIsolationLevels?: readonly string[];
+    };
+    const isolation = driver.supportedIsolationLevels?.includes('READ COMMITTED')
+      ? 'READ COMMITTED'
+      : undefined;
+    return isolation
+      ? this.db.dataSource.transaction(isolation as 'READ COMMITTED', (em) => fn(executorFor(em)))
+      : this.db.dataSource.transaction((em) => fn(executorFor(em)));
+  };
+}
+
+function toError(e: unknown, allowUndefined = false): Error | undefined {
+  if (e === undefined || e === null)
+    return allowUndefined ? undefined : new Error('publish failed');
+  return e instanceof Error ? e : new Error(String(e));
+}
+
+async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new OutboxPublishTimeoutError(PUBLISH_TIMEOUT(ms))), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,28 @@
+import { MANAGER_NOT_IN_TRANSACTION, TRANSACTION_REQUIRED } from './outbox.messages';
+
+/**
+ * `OutboxService.add()` was called with no ambient transaction and no EntityManager of an open
+ * transaction: the row would not commit or roll back with the business data.
+ */
+export class OutboxTransactionRequiredError extends Error {
+  constructor(managerGiven = false) {
+    super(managerGiven ? MANAGER_NOT_IN_TRANSACTION : TRANSACTION_REQUIRED);
+    this.name = 'OutboxTransactionRequiredError';
+  }
+}
+
+/** An event given to `OutboxService.add()` cannot be stored (nothing of the call was written). */
+export class InvalidOutboxEventError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'InvalidOutboxEventError';
+  }
+}
+
+/** A publisher did not confirm a message in `outbox.publishTimeoutMs`. */
+export class OutboxPublishTimeoutError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'OutboxPublishTimeoutError';
+  }
+}

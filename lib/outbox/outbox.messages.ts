@@ -1,0 +1,22 @@
+/** Texts of the outbox's errors and log lines. */
+export const TRANSACTION_REQUIRED =
+  'OutboxService.add() needs a transaction: call it inside @Transactional() / TransactionHost.withTransaction() ' +
+  '(or an @Idempotent() handler in transactional mode), or pass the EntityManager of your own transaction ' +
+  '(dataSource.transaction((manager) => outbox.add(events, manager))). ' +
+  'Set outbox.requireTransaction: false to allow writes in their own autocommit statement.';
+export const MANAGER_NOT_IN_TRANSACTION =
+  'OutboxService.add(): the EntityManager passed is not in a transaction (use the manager given by dataSource.transaction(), ' +
+  'or set outbox.requireTransaction: false).';
+export const INVALID_EVENT = (index: number, reason: string) =>
+  `OutboxService.add(): event #${index} is invalid: ${reason}`;
+export const DUPLICATE_ID = (id: string) =>
+  `the message id "${id}" appears twice in the same add() call`;
+export const PUBLISH_TIMEOUT = (ms: number) =>
+  `the publisher did not confirm the message within ${ms} ms (outbox.publishTimeoutMs)`;
+export const NO_PUBLISHER =
+  'Outbox relay not started: no publisher. Set the outbox.publisher module option or provide the OutboxPublisher token ' +
+  '(e.g. new ClientProxyPublisher(client)); or set outbox.relayEnabled: false in processes that only write.';
+export const MISSING_PACKAGE = (pkg: string, what: string) =>
+  `${what} needs the optional package "${pkg}": npm install ${pkg}`;
+export const UNREADABLE_PAYLOAD = (reason: string) =>
+  `the stored payload or headers are not valid JSON: ${reason}`;

@@ -1,0 +1,143 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import type { EntityManager } from 'typeorm';
+import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
+import type { ResolvedIdempotencyOptions } from '../idempotency.options';
+import { DatabaseService } from '../persistence/database.service';
+import type { OutboxInsert } from '../persistence/dialects';
+import { executorFor } from '../persistence/sql-executor';
+import { afterCommit } from './after-commit.hook';
+import { OUTBOX_HEADERS, OUTBOX_LIMITS } from './outbox.constants';
+import { InvalidOutboxEventError, OutboxTransactionRequiredError } from './outbox.errors';
+import { DUPLICATE_ID, INVALID_EVENT } from './outbox.messages';
+import type { OutboxEvent } from './outbox-message.interface';
+import { OutboxWakeSignal } from './outbox-wake.signal';
+
+const PRINTABLE_ASCII = /^[\x21-\x7e]+$/;
+const RESERVED_HEADERS = new Set<string>(Object.values(OUTBOX_HEADERS));
+
+/**
+ * Writes events to the transactional outbox, in the same transaction as the business data:
+ * they are published (by the relay) exactly when that transaction commits, never when it rolls
+ * back. Inject it in domain services:
+ *
+ * ```ts
+ * await this.outbox.add({ type: 'payment.captured', partitionKey: payment.id, payload: { paymentId: payment.id } });
+ * ```
+ */
+@Injectable()
+export class OutboxService {
+  constructor(
+    private readonly db: DatabaseService,
+    @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
+    private readonly signal: OutboxWakeSignal,
+  ) {}
+
+  /**
+   * Adds one or many events to the outbox in the ambient transaction (`TransactionHost.tx`), or
+   * in the transaction of the given EntityManager (apps without nestjs-cls). Validates every
+   * event first: an invalid one throws `InvalidOutboxEventError` and nothing is written. With no
+   * transaction it throws `OutboxTransactionRequiredError` (unless `outbox.requireTransaction`
+   * is false). When the transaction commits, the relay of this process is woken at once.
+   * Returns the message ids, in order.
+   */
+  async add(
+    events: OutboxEvent | readonly OutboxEvent[],
+    manager?: EntityManager,
+  ): Promise<string[]> {
+    const list: readonly OutboxEvent[] = Array.isArray(events) ? events : [events as OutboxEvent];
+    const rows = this.toRows(list);
+    if (!rows.length) return [];
+    const target = manager ?? this.ambientManager();
+    const runner = target.queryRunner;
+    const inTransaction = !!runner && !runner.isReleased && runner.isTransactionActive;
+    if (!inTransaction && this.options.outbox.requireTransaction)
+      throw new OutboxTransactionRequiredError(!!manager);
+    await this.db.dialect.outbox.insert(executorFor(target), rows);
+    if (this.options.outbox.wakeOnCommit) {
+      if (inTransaction) afterCommit(runner!, () => this.signal.notify());
+      else this.signal.notify();
+    }
+    return rows.map((r) => r.id);
+  }
+
+  /** The ambient transaction's manager (or the DataSource's, outside one). */
+  private ambientManager(): EntityManager {
+    try {
+      return this.db.txHost.tx;
+    } catch {
+      // nestjs-cls is not set up: only an explicit EntityManager can be used.
+      if (this.options.outbox.requireTransaction) throw new OutboxTransactionRequiredError();
+      return this.db.dataSource.manager;
+    }
+  }
+
+  /** Validates and serializes the events (all of them before anything is written). */
+  protected toRows(events: readonly OutboxEvent[]): OutboxInsert[] {
+    const ids = new Set<string>();
+    return events.map((event, index) => {
+      const fail = (reason: string): never => {
+        throw new InvalidOutboxEventError(INVALID_EVENT(index, reason));
+      };
+      if (!event || typeof event !== 'object') fail('not an object');
+      const { type, id, partitionKey, headers } = event;
+      if (
+        typeof type !== 'string' ||
+        !PRINTABLE_ASCII.test(type) ||
+        type.length > OUTBOX_LIMITS.typeLength
+      ) {
+        fail(
+          `type must be printable ASCII without spaces, 1..${OUTBOX_LIMITS.typeLength} characters`,
+        );
+      }
+      const messageId = id ?? randomUUID();
+      if (
+        typeof messageId !== 'string' ||
+        !PRINTABLE_ASCII.test(messageId) ||
+        messageId.length > OUTBOX_LIMITS.idLength
+      ) {
+        fail(`id must be printable ASCII without spaces, 1..${OUTBOX_LIMITS.idLength} characters`);
+      }
+      if (ids.has(messageId)) fail(DUPLICATE_ID(messageId));
+      ids.add(messageId);
+      if (partitionKey !== undefined && partitionKey !== null) {
+        if (
+          typeof partitionKey !== 'string' ||
+          partitionKey.length === 0 ||
+          partitionKey.length > OUTBOX_LIMITS.partitionKeyLength
+        ) {
+          fail(
+            `partitionKey must be a string of 1..${OUTBOX_LIMITS.partitionKeyLength} characters`,
+          );
+        }
+      }
+      let headersJson: string | null = null;
+      if (headers !== undefined && headers !== null) {
+        if (typeof headers !== 'object' || Array.isArray(headers))
+          fail('headers must be an object of string values');
+        for (const [name, value] of Object.entries(headers)) {
+          if (!PRINTABLE_ASCII.test(name) || name.length > OUTBOX_LIMITS.headerNameLength)
+            fail(`header name "${name}" is not printable ASCII`);
+          if (RESERVED_HEADERS.has(name.toLowerCase()))
+            fail(`header "${name}" is set by the relay`);
+          if (typeof value !== 'string') fail(`header "${name}" must be a string`);
+        }
+        headersJson = JSON.stringify(headers);
+      }
+      let payload: string | undefined;
+      try {
+        payload = JSON.stringify(event.payload);
+      } catch (e) {
+        fail(`payload is not JSON-serializable (${(e as Error).message})`);
+      }
+      if (typeof payload !== 'string') fail('payload is missing or not JSON-serializable');
+      return {
+        id: messageId,
+        type,
+        payload: payload!,
+        headers: headersJson,
+        partitionKey: partitionKey ?? null,
+      };
+    });
+  }
+}

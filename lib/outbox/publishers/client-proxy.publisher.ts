@@ -1,0 +1,177 @@
+import type { ClientProxy } from '@nestjs/microservices';
+import { lastValueFrom } from 'rxjs';
+import { MISSING_PACKAGE } from '../outbox.messages';
+import type { OutboxMessage } from '../outbox-message.interface';
+import type { OutboxPublisher } from '../outbox-publisher.interface';
+
+/** How the message id and headers are carried, per Nest transport. */
+export type ClientProxyTransport = 'rmq' | 'nats' | 'kafka' | 'mqtt' | 'plain';
+
+export interface ClientProxyPublisherOptions {
+  /** The event pattern (routing key, subject, topic) of a message. Default: its type. */
+  pattern?: (message: OutboxMessage) => string;
+  /** Default: told from the client's class (ClientRMQ, ClientNats, ClientKafka, ClientMqtt; anything else is `plain`). */
+  transport?: ClientProxyTransport;
+  /**
+   * Send `{ id, type, partitionKey, headers, payload }` as the event data instead of the bare
+   * payload. Default: true for `plain` transports (Redis, TCP, custom), which carry no headers,
+   * so the message id still reaches the consumer; false otherwise.
+   */
+  envelope?: boolean;
+  /**
+   * RabbitMQ: a message the broker has not confirmed after this many ms is dropped from the
+   * client's in-memory queue (amqp-connection-manager's per-message timeout), so an outage does
+   * not deliver it late on reconnect in addition to the relay's retry. Keep it at or below
+   * `outbox.publishTimeoutMs`. Default 10000.
+   */
+  confirmTimeoutMs?: number;
+}
+
+/** The event data of the `envelope` format. */
+export interface OutboxEnvelope<TPayload = unknown> {
+  id: string;
+  type: string;
+  partitionKey: string | null;
+  headers: Record<string, string>;
+  payload: TPayload;
+}
+
+type Microservices = typeof import('@nestjs/microservices');
+
+function loadMicroservices(): Microservices {
+  try {
+    return require('@nestjs/microservices');
+  } catch {
+    throw new Error(MISSING_PACKAGE('@nestjs/microservices', 'ClientProxyPublisher'));
+  }
+}
+
+/**
+ * Publishes through a Nest microservices `ClientProxy` (`client.emit(type, data)`): one adapter
+ * for RabbitMQ, NATS, Kafka, MQTT, Redis and TCP. The message id and headers travel with the
+ * message so consumers can de-duplicate, in the transport's own way:
+ * - RabbitMQ: AMQP `messageId` and `type` properties, the headers as AMQP headers, persistent.
+ *   `ClientRMQ` publishes on a confirm channel: `emit()` completes once the broker has confirmed
+ *   (publisher confirms).
+ * - NATS: NATS headers (plus `Nats-Msg-Id`, which JetStream de-duplicates by); core NATS has no
+ *   acknowledgement, so after publishing the publisher flushes the connection (a PING/PONG round
+ *   trip): the server has received everything published before it.
+ * - Kafka: the partition key is the record key (same partition, in order), headers as record
+ *   headers; `emit()` completes when the producer's `send()` is acknowledged.
+ * - MQTT: QoS 1 (PUBACK), headers as MQTT 5 user properties.
+ * - plain (Redis, TCP, custom transports): the envelope `{ id, type, partitionKey, headers, payload }`.
+ */
+export class ClientProxyPublisher implements OutboxPublisher {
+  private readonly ms: Microservices;
+  private readonly transport: ClientProxyTransport;
+  private readonly envelope: boolean;
+
+  constructor(
+    private readonly client: ClientProxy,
+    private readonly options: ClientProxyPublisherOptions = {},
+  ) {
+    this.ms = loadMicroservices();
+    this.transport = options.transport ?? this.detectTransport();
+    this.envelope = options.envelope ?? this.transport === 'plain';
+  }
+
+  async publish(message: OutboxMessage): Promise<void> {
+    const [outcome] = await this.publishBatch([message]);
+    if (outcome) throw outcome;
+  }
+
+  /** Emits the whole batch at once (confirms arrive concurrently); on NATS, one flush for the batch. */
+  async publishBatch(
+    messages: readonly OutboxMessage[],
+  ): Promise<ReadonlyArray<Error | undefined>> {
+    const outcomes = await Promise.all(
+      messages.map(async (m) => {
+        try {
+          const pattern = this.options.pattern ? this.options.pattern(m) : m.type;
+          await lastValueFrom(this.client.emit(pattern, this.toRecord(m)), {
+            defaultValue: undefined,
+          });
+          return undefined;
+        } catch (e) {
+          return e instanceof Error ? e : new Error(String(e));
+        }
+      }),
+    );
+    if (this.transport === 'nats' && outcomes.some((o) => !o)) {
+      try {
+        await this.flushNats();
+      } catch (e) {
+        const error = e instanceof Error ? e : new Error(String(e));
+        return outcomes.map((o) => o ?? error);
+      }
+    }
+    return outcomes;
+  }
+
+  /** The data passed to `client.emit()` (override to change the mapping). */
+  protected toRecord(m: OutboxMessage): unknown {
+    const data: unknown = this.envelope
+      ? ({
+          id: m.id,
+          type: m.type,
+          partitionKey: m.partitionKey,
+          headers: { ...m.headers },
+          payload: m.payload,
+        } satisfies OutboxEnvelope)
+      : m.payload;
+    switch (this.transport) {
+      case 'rmq':
+        return new this.ms.RmqRecord(data, {
+          messageId: m.id,
+          type: m.type,
+          headers: { ...m.headers },
+          persistent: true,
+          contentType: 'application/json',
+          timestamp: Math.floor(m.createdAt.getTime() / 1000),
+          // Read by amqp-connection-manager's ChannelWrapper: drop the message if unconfirmed by then.
+          timeout: this.options.confirmTimeoutMs ?? 10_000,
+        } as ConstructorParameters<Microservices['RmqRecord']>[1]);
+      case 'nats': {
+        const nats = loadNats();
+        const headers = nats.headers();
+        for (const [name, value] of Object.entries(m.headers)) headers.set(name, value);
+        headers.set('Nats-Msg-Id', m.id);
+        return new this.ms.NatsRecord(data, headers);
+      }
+      case 'kafka':
+        return { key: m.partitionKey, value: data, headers: { ...m.headers } };
+      case 'mqtt':
+        return new this.ms.MqttRecord(data, {
+          qos: 1,
+          properties: { userProperties: { ...m.headers }, contentType: 'application/json' },
+        });
+      default:
+        return data;
+    }
+  }
+
+  private detectTransport(): ClientProxyTransport {
+    const c = this.client as unknown;
+    if (c instanceof this.ms.ClientRMQ) return 'rmq';
+    if (c instanceof this.ms.ClientNats) return 'nats';
+    if (c instanceof this.ms.ClientKafka) return 'kafka';
+    if (c instanceof this.ms.ClientMqtt) return 'mqtt';
+    return 'plain';
+  }
+
+  /** NATS: resolves once the server has processed everything published so far. */
+  private async flushNats(): Promise<void> {
+    const connection = (
+      this.client as unknown as { unwrap?: () => { flush?: () => Promise<void> } }
+    ).unwrap?.();
+    await connection?.flush?.();
+  }
+}
+
+function loadNats(): { headers(): { set(name: string, value: string): void } } {
+  try {
+    return require('nats');
+  } catch {
+    throw new Error(MISSING_PACKAGE('nats', 'ClientProxyPublisher on NATS'));
+  }
+}

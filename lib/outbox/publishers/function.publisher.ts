@@ -1,0 +1,19 @@
+import type { OutboxMessage } from '../outbox-message.interface';
+import type { OutboxPublisher } from '../outbox-publisher.interface';
+
+/**
+ * A publisher from a plain function, for anything that has no adapter: an HTTP webhook, an
+ * in-process event bus, a test recorder. The function must resolve only once the message is
+ * safely handed over, and throw (reject) when it was not.
+ *
+ * ```ts
+ * new FunctionPublisher((m) => eventEmitter.emitAsync(m.type, m.payload, m))
+ * ```
+ */
+export class FunctionPublisher implements OutboxPublisher {
+  constructor(private readonly fn: (message: OutboxMessage) => unknown) {}
+
+  async publish(message: OutboxMessage): Promise<void> {
+    await this.fn(message);
+  }
+}

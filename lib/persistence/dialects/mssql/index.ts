@@ -1,0 +1,28 @@
+import type { Dialect, TableNaming } from '../dialect';
+import { quotedTables, tableRefs } from '../dialect';
+import { mssqlCleanupSql } from './cleanup.sql';
+import { mssqlHealthSql } from './health.sql';
+import { mssqlConditionalSql } from './conditional.sql';
+import { mssqlIdempotencySql } from './idempotency.sql';
+import { mssqlInboxSql } from './inbox.sql';
+import { mssqlOutboxSql } from './outbox.sql';
+import { mssqlSchema } from './schema.sql';
+
+export const quoteMssql = (id: string) => `[${id.replace(/]/g, ']]')}]`;
+
+export function createMssqlDialect(naming: TableNaming): Dialect {
+  const ref = tableRefs(naming, quoteMssql);
+  const tables = quotedTables(ref);
+  return {
+    name: 'mssql',
+    singleWriter: false,
+    tables,
+    idempotency: mssqlIdempotencySql(tables),
+    conditional: mssqlConditionalSql(),
+    inbox: mssqlInboxSql(tables),
+    schema: mssqlSchema(ref),
+    cleanup: mssqlCleanupSql(tables),
+    health: mssqlHealthSql(tables),
+    outbox: mssqlOutboxSql(tables),
+  };
+}

@@ -1,0 +1,188 @@
+import type { QuotedTables } from '../dialect';
+import type { OutboxSql } from '../outbox-sql.interface';
+import { bySeq, chunks, mapOutboxRow, OUTBOX_COLUMNS, statusCounts } from '../outbox-sql.interface';
+
+/**
+ * SQL Server (and Babelfish) outbox. Times on the database clock (SYSUTCDATETIME(), DATETIME2(3)).
+ *
+ * The claim is ONE `UPDATE … OUTPUT … WHERE seq IN (SELECT TOP (n) seq … ORDER BY seq)`: no CTE,
+ * no MERGE, so the same text runs on Babelfish. The inner read of the candidates carries
+ * `WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)`:
+ * - UPDLOCK: the candidates are U-locked while read, so two relays can never pick the same row;
+ * - READPAST: rows another relay (or an uncommitted insert) holds are skipped, never waited for
+ *   (for an UPDATE, READPAST applies to the read that finds the rows to update);
+ * - ROWLOCK: row locks where SQL Server would take page locks, which READPAST could not skip;
+ * - READCOMMITTEDLOCK: SQL Server refuses READPAST under READ_COMMITTED_SNAPSHOT at READ
+ *   COMMITTED unless READCOMMITTEDLOCK is given (Azure SQL Database has RCSI on by default).
+ * The outer WHERE repeats the "pending and not leased" test: harmless on SQL Server (the rows
+ * are U-locked), and on Babelfish, which ignores the lock hints, it makes a concurrent second
+ * claim of a row re-check the row's newest version (PostgreSQL semantics) and drop it.
+ * The batch first sets READ COMMITTED: READPAST is refused (Msg 650) at any other level, and a
+ * session's isolation level outlives the transaction that set it on a pooled connection.
+ * OUTPUT goes INTO a table variable, then one SELECT returns it: a bare OUTPUT is refused on a
+ * table with enabled triggers (Msg 334), and a DBA may add an audit trigger.
+ *
+ * Ordering: the NOT EXISTS on older pending rows of the same partition key reads through the
+ * alias `o`, which has no READPAST: a locked head row is not skipped there (under locking READ
+ * COMMITTED the read waits for the short claim/mark statement holding it; under RCSI it reads
+ * the last committed version, still pending), so its successor is not claimed.
+ */
+export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
+  const T = t.outbox;
+  // DATEADD takes an INT: milliseconds overflow after ~24.8 days, so split into seconds + ms.
+  const plus = (p: string, base: string) =>
+    `DATEADD(millisecond, CAST(${p} % 1000 AS INT), DATEADD(second, CAST(${p} / 1000 AS INT), ${base}))`;
+  const marks = (from: number, n: number) =>
+    Array.from({ length: n }, (_, i) => `@${from + i}`).join(', ');
+  const rowcount = (rows: any[]) => Number(rows[0]?.n ?? 0);
+  const claimedTable = `DECLARE @claimed TABLE (
+      seq BIGINT NOT NULL, id VARCHAR(128) NOT NULL, type VARCHAR(255) NOT NULL, payload NVARCHAR(MAX) NOT NULL,
+      headers NVARCHAR(MAX) NULL, partition_key NVARCHAR(255) NULL, status VARCHAR(16) NOT NULL, attempts INT NOT NULL,
+      next_attempt_at DATETIME2(3) NULL, last_error NVARCHAR(2000) NULL, lease_owner VARCHAR(128) NULL,
+      locked_until DATETIME2(3) NULL, created_at DATETIME2(3) NOT NULL, sent_at DATETIME2(3) NULL)`;
+  const inserted = OUTBOX_COLUMNS.split(', ')
+    .map((c) => `inserted.${c}`)
+    .join(', ');
+  return {
+    async insert(exec, rows) {
+      // 5 parameters per row: 400 rows stay under the 2,100-parameter limit.
+      for (const part of chunks(rows, 400)) {
+        const params: unknown[] = [];
+        const values = part.map((r) => {
+          const i = params.length;
+          params.push(r.id, r.type, r.payload, r.headers, r.partitionKey);
+          return `(@${i}, @${i + 1}, @${i + 2}, @${i + 3}, @${i + 4}, 'pending', 0, @now, @now)`;
+        });
+        await exec(
+          `DECLARE @now DATETIME2(3) = SYSUTCDATETIME();
+           INSERT INTO ${T} (id, type, payload, headers, partition_key, status, attempts, next_attempt_at, created_at)
+           VALUES ${values.join(', ')};`,
+          params,
+        );
+      }
+    },
+    async claim(exec, _inTransaction, p) {
+      const ordered = p.ordered
+        ? `AND (c.partition_key IS NULL OR NOT EXISTS (
+                 SELECT 1 FROM ${T} AS o
+                  WHERE o.partition_key = c.partition_key AND o.status = 'pending' AND o.seq < c.seq))`
+        : '';
+      const { rows } = await exec(
+        `SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+         DECLARE @now DATETIME2(3) = SYSUTCDATETIME();
+         ${claimedTable};
+         UPDATE ${T}
+            SET lease_owner = @0, locked_until = ${plus('@1', '@now')}
+         OUTPUT ${inserted} INTO @claimed
+          WHERE seq IN (SELECT TOP (@2) c.seq
+                          FROM ${T} AS c WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
+                         WHERE c.status = 'pending' AND c.next_attempt_at <= @now
+                           AND (c.locked_until IS NULL OR c.locked_until <= @now)
+                           ${ordered}
+                         ORDER BY c.seq)
+            AND status = 'pending' AND (locked_until IS NULL OR locked_until <= @now);
+         SELECT ${OUTBOX_COLUMNS} FROM @claimed;`,
+        [p.owner, Math.floor(p.leaseMs), Math.floor(p.limit)],
+      );
+      return rows.map(mapOutboxRow).sort(bySeq);
+    },
+    async markSent(exec, seqs, owner) {
+      let n = 0;
+      for (const part of chunks(seqs, 1000)) {
+        const { rows } = await exec(
+          `UPDATE ${T} SET status = 'sent', sent_at = SYSUTCDATETIME(), locked_until = NULL
+            WHERE seq IN (${marks(1, part.length)}) AND lease_owner = @0 AND status = 'pending';
+           SELECT @@ROWCOUNT AS n;`,
+          [owner, ...part],
+        );
+        n += rowcount(rows);
+      }
+      return n;
+    },
+    async markFailed(exec, p) {
+      const { rows } = await exec(
+        `UPDATE ${T}
+            SET attempts = attempts + 1, last_error = @2, next_attempt_at = ${plus('@3', 'SYSUTCDATETIME()')},
+                status = CASE WHEN @4 = 1 THEN 'dead' ELSE 'pending' END,
+                lease_owner = NULL, locked_until = NULL
+          WHERE seq = @0 AND lease_owner = @1 AND status = 'pending';
+         SELECT @@ROWCOUNT AS n;`,
+        [p.seq, p.owner, p.error, Math.max(0, Math.floor(p.retryInMs)), p.dead ? 1 : 0],
+      );
+      return rowcount(rows) === 1;
+    },
+    async release(exec, seqs, owner) {
+      let n = 0;
+      for (const part of chunks(seqs, 1000)) {
+        const { rows } = await exec(
+          `UPDATE ${T} SET lease_owner = NULL, locked_until = NULL
+            WHERE seq IN (${marks(1, part.length)}) AND lease_owner = @0 AND status = 'pending';
+           SELECT @@ROWCOUNT AS n;`,
+          [owner, ...part],
+        );
+        n += rowcount(rows);
+      }
+      return n;
+    },
+    async list(exec, p) {
+      const where: string[] = [];
+      const params: unknown[] = [];
+      const add = (clause: (at: string) => string, value: unknown) => {
+        where.push(clause(`@${params.length}`));
+        params.push(value);
+      };
+      if (p.status) add((at) => `status = ${at}`, p.status);
+      if (p.partitionKey !== undefined) add((at) => `partition_key = ${at}`, p.partitionKey);
+      if (p.afterSeq !== undefined) add((at) => `seq > ${at}`, p.afterSeq);
+      const { rows } = await exec(
+        `SELECT TOP (${Math.max(1, Math.floor(p.limit))}) ${OUTBOX_COLUMNS} FROM ${T}
+          ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+          ORDER BY seq`,
+        params,
+      );
+      return rows.map(mapOutboxRow);
+    },
+    async findByIds(exec, ids) {
+      const out = [];
+      for (const part of chunks(ids, 1000)) {
+        const { rows } = await exec(
+          `SELECT ${OUTBOX_COLUMNS} FROM ${T} WHERE id IN (${marks(0, part.length)})`,
+          [...part],
+        );
+        out.push(...rows.map(mapOutboxRow));
+      }
+      return out.sort(bySeq);
+    },
+    async requeue(exec, ids) {
+      let n = 0;
+      for (const part of chunks(ids, 1000)) {
+        const { rows } = await exec(
+          `UPDATE ${T}
+              SET status = 'pending', attempts = 0, next_attempt_at = SYSUTCDATETIME(), lease_owner = NULL,
+                  locked_until = NULL, sent_at = NULL
+            WHERE id IN (${marks(0, part.length)}) AND status <> 'pending';
+           SELECT @@ROWCOUNT AS n;`,
+          [...part],
+        );
+        n += rowcount(rows);
+      }
+      return n;
+    },
+    async purgeDead(exec, ids) {
+      let n = 0;
+      for (const part of chunks(ids, 1000)) {
+        const { rows } = await exec(
+          `DELETE FROM ${T} WHERE id IN (${marks(0, part.length)}) AND status = 'dead';
+           SELECT @@ROWCOUNT AS n;`,
+          [...part],
+        );
+        n += rowcount(rows);
+      }
+      return n;
+    },
+    async countByStatus(exec) {
+      const { rows } = await exec(`SELECT status, COUNT_BIG(*) AS n FROM ${T} GROUP BY status`);
+      return statusCounts(rows);
+    },
+  };
+}

@@ -1,0 +1,100 @@
+import type { SchemaDdl, ServerFeatures } from '../dialect';
+
+/**
+ * SQL Server DDL. Keys and scopes use a binary collation (Latin1_General_100_BIN2) so that
+ * keys differing only in case are different keys, whatever the database's default collation.
+ */
+export function mssqlSchema(table: (name: 'idempotency' | 'outbox' | 'inbox') => { qualified: string; bare: string }): SchemaDdl {
+  const withSeq = (f: ServerFeatures) => (f.sequentialKeyOption ? ' WITH (OPTIMIZE_FOR_SEQUENTIAL_KEY = ON)' : '');
+  return {
+    outbox(f) {
+      // Clustered on the BIGINT IDENTITY sequence: inserts append (OPTIMIZE_FOR_SEQUENTIAL_KEY on
+      // 2019+ against last-page insert contention). The claim reads the small filtered index of
+      // pending rows in sequence order (the sent rows, millions of them, are not in it); the
+      // ordered mode's "older pending row of this key" test seeks the second filtered index; the
+      // retention cleanup reads the filtered index of sent rows. Filtered indexes need the SET
+      // options ANSI_NULLS, ANSI_PADDING, ANSI_WARNINGS, ARITHABORT, CONCAT_NULL_YIELDS_NULL,
+      // QUOTED_IDENTIFIER ON and NUMERIC_ROUNDABORT OFF on every connection that writes the
+      // table (tedious, under mssql, sets them).
+      const { qualified: T, bare: n } = table('outbox');
+      return {
+        up: [
+          `CREATE TABLE ${T} (
+            seq BIGINT IDENTITY(1,1) NOT NULL,
+            id VARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL,
+            type VARCHAR(255) COLLATE Latin1_General_100_BIN2 NOT NULL,
+            payload NVARCHAR(MAX) NOT NULL,
+            headers NVARCHAR(MAX) NULL,
+            partition_key NVARCHAR(255) COLLATE Latin1_General_100_BIN2 NULL,
+            status VARCHAR(16) NOT NULL,
+            attempts INT NOT NULL,
+            next_attempt_at DATETIME2(3) NOT NULL,
+            last_error NVARCHAR(2000) NULL,
+            lease_owner VARCHAR(128) NULL,
+            locked_until DATETIME2(3) NULL,
+            created_at DATETIME2(3) NOT NULL,
+            sent_at DATETIME2(3) NULL,
+            CONSTRAINT PK_${n} PRIMARY KEY CLUSTERED (seq)${withSeq(f)},
+            CONSTRAINT CK_${n}_status CHECK (status IN ('pending', 'sent', 'dead'))
+          )`,
+          `CREATE UNIQUE NONCLUSTERED INDEX UX_${n}_id ON ${T} (id)`,
+          `CREATE NONCLUSTERED INDEX IX_${n}_pending ON ${T} (seq) INCLUDE (next_attempt_at, locked_until, partition_key) WHERE status = 'pending'`,
+          `CREATE NONCLUSTERED INDEX IX_${n}_pending_key ON ${T} (partition_key, seq) WHERE status = 'pending'`,
+          `CREATE NONCLUSTERED INDEX IX_${n}_sent_at ON ${T} (sent_at) WHERE status = 'sent'`,
+        ],
+        down: [`DROP TABLE ${T}`],
+      };
+    },
+    inbox(f) {
+      // Clustered on received_at: inserts append (OPTIMIZE_FOR_SEQUENTIAL_KEY on 2019+) and the
+      // retention cleanup deletes a contiguous range of the oldest rows; every claim seeks the
+      // narrow nonclustered primary key (consumer, message_id), whose key lock is what a concurrent
+      // duplicate waits on. Ids compare byte-wise (binary collation), like idempotency keys.
+      const { qualified: T, bare: n } = table('inbox');
+      return {
+        up: [
+          `CREATE TABLE ${T} (
+            consumer NVARCHAR(200) COLLATE Latin1_General_100_BIN2 NOT NULL,
+            message_id NVARCHAR(255) COLLATE Latin1_General_100_BIN2 NOT NULL,
+            status VARCHAR(16) NOT NULL,
+            attempts INT NOT NULL,
+            received_at DATETIME2(3) NOT NULL,
+            processed_at DATETIME2(3) NULL,
+            last_error NVARCHAR(4000) NULL,
+            CONSTRAINT PK_${n} PRIMARY KEY NONCLUSTERED (consumer, message_id),
+            CONSTRAINT CK_${n}_status CHECK (status IN ('processed', 'retrying', 'failed'))
+          )`,
+          `CREATE CLUSTERED INDEX CX_${n}_received_at ON ${T} (received_at)${withSeq(f)}`,
+        ],
+        down: [`DROP TABLE ${T}`],
+      };
+    },
+    idempotency(f) {
+      const { qualified: T, bare: n } = table('idempotency');
+      return {
+        up: [
+          `CREATE TABLE ${T} (
+            id BIGINT IDENTITY(1,1) NOT NULL,
+            scope NVARCHAR(450) COLLATE Latin1_General_100_BIN2 NOT NULL,
+            idempotency_key NVARCHAR(255) COLLATE Latin1_General_100_BIN2 NOT NULL,
+            request_hash VARBINARY(32) NOT NULL,
+            state VARCHAR(16) NOT NULL,
+            response_status INT NULL,
+            response_headers NVARCHAR(MAX) NULL,
+            response_body VARBINARY(MAX) NULL,
+            lease_token VARCHAR(64) NULL,
+            locked_until DATETIME2(3) NULL,
+            created_at DATETIME2(3) NOT NULL,
+            completed_at DATETIME2(3) NULL,
+            expires_at DATETIME2(3) NOT NULL,
+            CONSTRAINT PK_${n} PRIMARY KEY CLUSTERED (id)${withSeq(f)},
+            CONSTRAINT CK_${n}_state CHECK (state IN ('started', 'completed'))
+          )`,
+          `CREATE UNIQUE NONCLUSTERED INDEX UX_${n}_scope_key ON ${T} (scope, idempotency_key)`,
+          `CREATE NONCLUSTERED INDEX IX_${n}_expires_at ON ${T} (expires_at)`,
+        ],
+        down: [`DROP TABLE ${T}`],
+      };
+    },
+  };
+}

@@ -1,0 +1,28 @@
+import type { Dialect, TableNaming } from '../dialect';
+import { quotedTables, tableRefs } from '../dialect';
+import { mysqlCleanupSql } from './cleanup.sql';
+import { mysqlHealthSql } from './health.sql';
+import { mysqlConditionalSql } from './conditional.sql';
+import { mysqlIdempotencySql } from './idempotency.sql';
+import { mysqlInboxSql } from './inbox.sql';
+import { mysqlOutboxSql } from './outbox.sql';
+import { mysqlSchema } from './schema.sql';
+
+export const quoteMysql = (id: string) => `\`${id.replace(/`/g, '``')}\``;
+
+export function createMysqlDialect(naming: TableNaming, isMariaDb: boolean): Dialect {
+  const ref = tableRefs(naming, quoteMysql);
+  const tables = quotedTables(ref);
+  return {
+    name: 'mysql',
+    singleWriter: false,
+    tables,
+    idempotency: mysqlIdempotencySql(tables, isMariaDb),
+    conditional: mysqlConditionalSql(),
+    inbox: mysqlInboxSql(tables),
+    schema: mysqlSchema(ref),
+    cleanup: mysqlCleanupSql(tables),
+    health: mysqlHealthSql(tables),
+    outbox: mysqlOutboxSql(tables),
+  };
+}

@@ -1,0 +1,105 @@
+import type { IdempotencySql, QuotedTables } from '../dialect';
+import { mapIdempotencyRow } from '../dialect';
+
+/**
+ * PostgreSQL. Times use the database clock (statement_timestamp()).
+ * In-flight detection: the reservation takes a transaction-scoped advisory lock on the
+ * (scope, key) hash with pg_try_advisory_xact_lock in the same statement as the insert, so a
+ * duplicate of an uncommitted reservation never queues behind it: it answers "locked" (409) at
+ * once, with no lock wait and no extra statement. The lock is released at commit or rollback.
+ */
+export function postgresIdempotencySql(t: QuotedTables): IdempotencySql {
+  const T = t.idempotency;
+  const ms = (p: string) => `statement_timestamp() + (${p})::bigint * interval '1 millisecond'`;
+  const rowColumns = `id, state, request_hash, response_status, response_headers, response_body, lease_token,
+     (expires_at <= statement_timestamp()) AS expired,
+     CASE WHEN locked_until IS NULL THEN 0
+          ELSE GREATEST(0, CEIL(EXTRACT(EPOCH FROM (locked_until - statement_timestamp())) * 1000))::bigint END AS lease_remaining_ms`;
+  return {
+    async reserve(exec, p) {
+      // When the key exists, the record comes back in the same statement (a replay is one round
+      // trip). NOT EXISTS keeps a replay from even attempting the insert: a speculative insertion
+      // that meets a conflict still takes a transaction id, so the replay would pay a WAL flush
+      // at commit like a write; it is read with the statement's snapshot, so a record committed after that
+      // snapshot is not there and the caller reads it with find().
+      const { rows } = await exec(
+        `WITH lk AS (SELECT pg_try_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 7340)) AS ok),
+         ins AS (
+           INSERT INTO ${T} (scope, idempotency_key, request_hash, state, lease_token, locked_until, created_at, expires_at)
+           SELECT $1, $2, $3, 'started', $4, ${ms('$5')}, statement_timestamp(), ${ms('$6')}
+           FROM lk WHERE lk.ok AND NOT EXISTS (SELECT 1 FROM ${T} WHERE scope = $1 AND idempotency_key = $2)
+           ON CONFLICT (scope, idempotency_key) DO NOTHING
+           RETURNING id
+         )
+         SELECT lk.ok, (SELECT id FROM ins) AS inserted_id, r.*
+           FROM lk
+           LEFT JOIN (SELECT ${rowColumns} FROM ${T} WHERE scope = $1 AND idempotency_key = $2) AS r
+             ON NOT EXISTS (SELECT 1 FROM ins)`,
+        [p.scope, p.key, p.requestHash, p.leaseToken, p.leaseMs, p.ttlMs],
+        { prepare: true },
+      );
+      const r = rows[0];
+      if (!r) return { outcome: 'locked' };
+      if (r.inserted_id !== null && r.inserted_id !== undefined)
+        return { outcome: 'inserted', id: String(r.inserted_id) };
+      const row = r.id === null || r.id === undefined ? undefined : mapIdempotencyRow(r);
+      // Another transaction holds the key's advisory lock: an uncommitted reservation, a
+      // take-over in progress, or just a concurrent replay's transaction. A committed, live
+      // record answers for itself (replay, mismatch, or 409 by its lease); otherwise the key is
+      // in flight: 409 at once.
+      if (r.ok === false)
+        return row && !row.expired ? { outcome: 'exists', row } : { outcome: 'locked' };
+      return { outcome: 'exists', row };
+    },
+    async find(exec, scope, key) {
+      const { rows } = await exec(
+        `SELECT ${rowColumns} FROM ${T} WHERE scope = $1 AND idempotency_key = $2`,
+        [scope, key],
+        { prepare: true },
+      );
+      return rows[0] ? mapIdempotencyRow(rows[0]) : undefined;
+    },
+    async takeOver(exec, id, expectedToken, p) {
+      const { rows } = await exec(
+        `UPDATE ${T}
+            SET request_hash = $2, state = 'started', lease_token = $3, locked_until = ${ms('$4')},
+                created_at = statement_timestamp(), completed_at = NULL, expires_at = ${ms('$5')},
+                response_status = NULL, response_headers = NULL, response_body = NULL
+          WHERE id = $1
+            AND (expires_at <= statement_timestamp()
+                 OR (state = 'started' AND locked_until <= statement_timestamp() AND lease_token IS NOT DISTINCT FROM $6))
+          RETURNING id`,
+        [id, p.requestHash, p.leaseToken, p.leaseMs, p.ttlMs, expectedToken],
+        { prepare: true },
+      );
+      return rows.length === 1;
+    },
+    async complete(exec, p) {
+      const { rows } = await exec(
+        `UPDATE ${T}
+            SET state = 'completed', response_status = $3, response_headers = $4, response_body = $5,
+                completed_at = statement_timestamp(), expires_at = ${ms('$6')}, lease_token = NULL, locked_until = NULL
+          WHERE id = $1 AND lease_token = $2 AND state = 'started'
+          RETURNING id`,
+        [p.id, p.leaseToken, p.status, p.headers, p.body, p.ttlMs],
+        { prepare: true },
+      );
+      return rows.length === 1;
+    },
+    async release(exec, id, leaseToken) {
+      await exec(
+        `DELETE FROM ${T} WHERE id = $1 AND lease_token = $2 AND state = 'started'`,
+        [id, leaseToken],
+        { prepare: true },
+      );
+    },
+    async evict(exec, scope, key) {
+      const { rows } = await exec(
+        `DELETE FROM ${T} WHERE scope = $1 AND idempotency_key = $2 RETURNING id`,
+        [scope, key],
+        { prepare: true },
+      );
+      return rows.length;
+    },
+  };
+}

@@ -1,0 +1,28 @@
+import type { Dialect, TableNaming } from '../dialect';
+import { quotedTables, tableRefs } from '../dialect';
+import { postgresCleanupSql } from './cleanup.sql';
+import { postgresHealthSql } from './health.sql';
+import { postgresConditionalSql } from './conditional.sql';
+import { postgresIdempotencySql } from './idempotency.sql';
+import { postgresInboxSql } from './inbox.sql';
+import { postgresOutboxSql } from './outbox.sql';
+import { postgresSchema } from './schema.sql';
+
+export const quotePostgres = (id: string) => `"${id.replace(/"/g, '""')}"`;
+
+export function createPostgresDialect(naming: TableNaming): Dialect {
+  const ref = tableRefs(naming, quotePostgres);
+  const tables = quotedTables(ref);
+  return {
+    name: 'postgres',
+    singleWriter: false,
+    tables,
+    idempotency: postgresIdempotencySql(tables),
+    conditional: postgresConditionalSql(),
+    inbox: postgresInboxSql(tables),
+    schema: postgresSchema(ref),
+    cleanup: postgresCleanupSql(tables),
+    health: postgresHealthSql(tables),
+    outbox: postgresOutboxSql(tables),
+  };
+}

@@ -1,0 +1,143 @@
+import type { QuotedTables } from '../dialect';
+import type { OutboxSql } from '../outbox-sql.interface';
+import { bySeq, chunks, mapOutboxRow, OUTBOX_COLUMNS, statusCounts } from '../outbox-sql.interface';
+
+/**
+ * PostgreSQL outbox. Times on the database clock (statement_timestamp()).
+ *
+ * The claim is ONE statement: a sub-select picks the oldest pending, due, unleased rows with
+ * `FOR UPDATE OF c SKIP LOCKED` (rows another relay is claiming right now are skipped, never
+ * waited for) and the UPDATE leases them by primary key (they stay locked by this statement
+ * until it ends, so nothing can change them in between). The sub-select sits in `ARRAY(…)`, which PostgreSQL
+ * runs once (an InitPlan): as a joined sub-query the planner may rescan it per outer row (a
+ * nested loop on a table without statistics yet), and every rescan with SKIP LOCKED hands out
+ * further rows, so one claim could take far more than `limit`. A row claimed and committed by another relay after
+ * this statement's snapshot is re-checked on its newest version (the lease is then live) and
+ * dropped, so no row is leased twice. The partial index on pending rows keeps the scan short
+ * however many sent rows the table holds.
+ *
+ * Ordering: a row qualifies only when NOT EXISTS an older pending row of its partition key. That
+ * sub-query is a plain MVCC read (the locking clause names `c` only): a head row that another
+ * relay holds locked is still seen as pending, so its successor is not claimed, and it cannot
+ * be skipped the way SKIP LOCKED skips it for the candidate scan.
+ */
+export function postgresOutboxSql(t: QuotedTables): OutboxSql {
+  const T = t.outbox;
+  const now = 'statement_timestamp()';
+  const plusMs = (p: string) => `${now} + (${p})::bigint * interval '1 millisecond'`;
+  const prefixed = OUTBOX_COLUMNS.split(', ')
+    .map((c) => `t.${c}`)
+    .join(', ');
+  return {
+    async insert(exec, rows) {
+      for (const part of chunks(rows, 1000)) {
+        const params: unknown[] = [];
+        const values = part.map((r) => {
+          const i = params.length;
+          params.push(r.id, r.type, r.payload, r.headers, r.partitionKey);
+          return `($${i + 1}, $${i + 2}, $${i + 3}, $${i + 4}, $${i + 5}, 'pending', 0, ${now}, ${now})`;
+        });
+        await exec(
+          `INSERT INTO ${T} (id, type, payload, headers, partition_key, status, attempts, next_attempt_at, created_at)
+           VALUES ${values.join(', ')}`,
+          params,
+        );
+      }
+    },
+    async claim(exec, _inTransaction, p) {
+      const ordered = p.ordered
+        ? `AND (c.partition_key IS NULL OR NOT EXISTS (
+                 SELECT 1 FROM ${T} AS o
+                  WHERE o.partition_key = c.partition_key AND o.status = 'pending' AND o.seq < c.seq))`
+        : '';
+      const { rows } = await exec(
+        `UPDATE ${T} AS t
+            SET lease_owner = $1, locked_until = ${plusMs('$2')}
+          WHERE t.seq = ANY(ARRAY(
+                  SELECT c.seq FROM ${T} AS c
+                   WHERE c.status = 'pending' AND c.next_attempt_at <= ${now}
+                     AND (c.locked_until IS NULL OR c.locked_until <= ${now})
+                     ${ordered}
+                   ORDER BY c.seq
+                   LIMIT $3
+                   FOR UPDATE OF c SKIP LOCKED))
+         RETURNING ${prefixed}`,
+        [p.owner, Math.floor(p.leaseMs), Math.floor(p.limit)],
+      );
+      return rows.map(mapOutboxRow).sort(bySeq);
+    },
+    async markSent(exec, seqs, owner) {
+      if (!seqs.length) return 0;
+      const { affected } = await exec(
+        `UPDATE ${T} SET status = 'sent', sent_at = ${now}, locked_until = NULL
+          WHERE seq = ANY($1::bigint[]) AND lease_owner = $2 AND status = 'pending'`,
+        [seqs, owner],
+      );
+      return affected;
+    },
+    async markFailed(exec, p) {
+      const { affected } = await exec(
+        `UPDATE ${T}
+            SET attempts = attempts + 1, last_error = $3, next_attempt_at = ${plusMs('$4')},
+                status = CASE WHEN $5::boolean THEN 'dead' ELSE 'pending' END,
+                lease_owner = NULL, locked_until = NULL
+          WHERE seq = $1 AND lease_owner = $2 AND status = 'pending'`,
+        [p.seq, p.owner, p.error, Math.max(0, Math.floor(p.retryInMs)), p.dead],
+      );
+      return affected === 1;
+    },
+    async release(exec, seqs, owner) {
+      if (!seqs.length) return 0;
+      const { affected } = await exec(
+        `UPDATE ${T} SET lease_owner = NULL, locked_until = NULL
+          WHERE seq = ANY($1::bigint[]) AND lease_owner = $2 AND status = 'pending'`,
+        [seqs, owner],
+      );
+      return affected;
+    },
+    async list(exec, p) {
+      const where: string[] = [];
+      const params: unknown[] = [];
+      if (p.status) where.push(`status = $${params.push(p.status)}`);
+      if (p.partitionKey !== undefined)
+        where.push(`partition_key = $${params.push(p.partitionKey)}`);
+      if (p.afterSeq !== undefined) where.push(`seq > $${params.push(p.afterSeq)}`);
+      const { rows } = await exec(
+        `SELECT ${OUTBOX_COLUMNS} FROM ${T} ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+          ORDER BY seq LIMIT ${Math.max(1, Math.floor(p.limit))}`,
+        params,
+      );
+      return rows.map(mapOutboxRow);
+    },
+    async findByIds(exec, ids) {
+      if (!ids.length) return [];
+      const { rows } = await exec(
+        `SELECT ${OUTBOX_COLUMNS} FROM ${T} WHERE id = ANY($1::text[]) ORDER BY seq`,
+        [ids],
+      );
+      return rows.map(mapOutboxRow);
+    },
+    async requeue(exec, ids) {
+      if (!ids.length) return 0;
+      const { affected } = await exec(
+        `UPDATE ${T}
+            SET status = 'pending', attempts = 0, next_attempt_at = ${now}, lease_owner = NULL, locked_until = NULL, sent_at = NULL
+          WHERE id = ANY($1::text[]) AND status <> 'pending'`,
+        [ids],
+      );
+      return affected;
+    },
+    async purgeDead(exec, ids) {
+      if (!ids.length) return 0;
+      const { affected } = await exec(
+        `DELETE FROM ${T} WHERE id = ANY($1::text[]) AND status = 'dead'`,
+        [ids],
+      );
+      return affected;
+    },
+    async countByStatus(exec) {
+      const { rows } = await exec(`SELECT status, COUNT(*) AS n FROM ${T} GROUP BY status`);
+      return statusCounts(rows);
+    },
+  };
+}

@@ -1,0 +1,100 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
+import { ClsPluginTransactional } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { ClsModule } from 'nestjs-cls';
+import { createHash } from 'node:crypto';
+import { getIdempotencyEntities, getIdempotencyMigrations, IdempotencyModule } from '../lib';
+import { databaseOptionsFromUrl, DEFAULT_DB_URL } from './config/database.config';
+import { idempotencyModeFromEnv, numberFromEnv } from './config/sample.config';
+import { OpsModule } from './ops/ops.module';
+import { MessagingModule } from './messaging/messaging.module';
+import { outboxOptionsFromEnv } from './messaging/outbox.config';
+import { CreatePayments1763700001000 } from './migrations/1763700001000-create-payments';
+import { CreateCustomers1763700007000 } from './migrations/1763700007000-create-customers';
+import { customerEntity } from './customers/customer.entity';
+import { CustomersController } from './customers/customers.controller';
+import { CustomersService } from './customers/customers.service';
+import { Payment } from './payments/payment.entity';
+import { PaymentsController } from './payments/payments.controller';
+import { PaymentsService } from './payments/payments.service';
+import { LedgerEntry } from './ledger/ledger-entry.entity';
+import { LedgerModule } from './ledger/ledger.module';
+import { CreateLedgerEntries1763700009000 } from './migrations/1763700009000-create-ledger-entries';
+
+export interface SampleAppConfig {
+  dbUrl?: string;
+}
+
+@Module({})
+export class AppModule {
+  static register(config: SampleAppConfig = {}): DynamicModule {
+    const db = databaseOptionsFromUrl(config.dbUrl ?? process.env.DB_URL ?? DEFAULT_DB_URL);
+    return {
+      module: AppModule,
+      imports: [
+        TypeOrmModule.forRoot({
+          ...db,
+          entities: [Payment, LedgerEntry, customerEntity(db.type), ...getIdempotencyEntities({ type: db.type })],
+          migrations: [...getIdempotencyMigrations(), CreatePayments1763700001000, CreateCustomers1763700007000, CreateLedgerEntries1763700009000],
+          migrationsRun: true,
+          synchronize: false,
+          // The gate's expected failures (a duplicate's lock timeout, a duplicate key) are answers,
+          // not errors, so TypeORM's query log is off. DB_LOG_QUERIES=true turns it on for
+          // debugging; it prints statement parameters, raw idempotency keys included.
+          logging: process.env.DB_LOG_QUERIES === 'true' ? ['query', 'error'] : false,
+        } as any),
+        ClsModule.forRoot({
+          global: true,
+          middleware: { mount: true },
+          plugins: [
+            new ClsPluginTransactional({
+              adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: getDataSourceToken() }),
+            }),
+          ],
+        }),
+        IdempotencyModule.forRootAsync({
+          useFactory: () => ({
+            // Read here, when the module is registered (not when a controller file is imported).
+            mode: idempotencyModeFromEnv(),
+            leaseMs: numberFromEnv('IDEMPOTENCY_LEASE_MS'),
+            ttl: numberFromEnv('IDEMPOTENCY_TTL_MS'),
+            // The relay publishes through the OutboxPublisher of MessagingModule (BROKER_URL).
+            outbox: outboxOptionsFromEnv(),
+            // The ledger consumer's inbox: failed attempts of one message before it is recorded as failed.
+            inbox: { maxAttempts: numberFromEnv('INBOX_MAX_ATTEMPTS') },
+            // Retention and cleanup (set them to seconds to watch cleanup work), health thresholds.
+            cleanup: {
+              intervalMs: numberFromEnv('CLEANUP_INTERVAL_MS'),
+              outboxRetentionMs: numberFromEnv('OUTBOX_RETENTION_MS'),
+              inboxRetentionMs: numberFromEnv('INBOX_RETENTION_MS'),
+            },
+            health: {
+              maxPendingAgeMs: numberFromEnv('HEALTH_MAX_PENDING_AGE_MS'),
+              relayHeartbeatTimeoutMs: numberFromEnv('HEALTH_RELAY_TIMEOUT_MS'),
+              maxDeadLetters: numberFromEnv('HEALTH_MAX_DEAD_LETTERS'),
+            },
+            // 32 bytes as 64 hex digits or base64: stored response bodies are sealed with AES-256-GCM.
+            encryptionKey: process.env.IDEMPOTENCY_ENCRYPTION_KEY || undefined,
+            // The tenant comes from X-Tenant-Id; the principal is a hash of the credentials (never stored raw).
+            tenantResolver: (req) => header(req, 'x-tenant-id') || 'public',
+            principalResolver: (req) => {
+              const auth = header(req, 'authorization');
+              return auth ? createHash('sha256').update(auth).digest('hex').slice(0, 32) : undefined;
+            },
+          }),
+        }),
+        OpsModule,
+        MessagingModule.forRoot(),
+        LedgerModule,
+      ],
+      controllers: [PaymentsController, CustomersController],
+      providers: [PaymentsService, CustomersService],
+    };
+  }
+}
+
+function header(req: any, name: string): string | undefined {
+  const v = req.headers?.[name];
+  return Array.isArray(v) ? v[0] : v;
+}

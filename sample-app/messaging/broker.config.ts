@@ -1,0 +1,42 @@
+/**
+ * Where the sample app's events go, chosen by BROKER_URL in this one place:
+ * - unset (or `embedded`): the embedded default transport, in process, on @nestjs/event-emitter's
+ *   EventEmitter2 (no broker to run: `npm start` shows the whole flow in one process);
+ * - `amqp://…` / `amqps://…`: RabbitMQ (queue BROKER_QUEUE, default `payments`, durable);
+ * - `nats://…`: NATS (consumers in the queue group BROKER_QUEUE).
+ */
+export type BrokerConfig =
+  | { kind: 'embedded' }
+  | { kind: 'rabbitmq'; url: string; queue: string }
+  | { kind: 'nats'; url: string; queue: string };
+
+export const DEFAULT_BROKER_QUEUE = 'payments';
+
+export function brokerConfigFromEnv(
+  url: string | undefined = process.env.BROKER_URL,
+  queue = process.env.BROKER_QUEUE,
+): BrokerConfig {
+  const q = queue || DEFAULT_BROKER_QUEUE;
+  if (!url || url === 'embedded') return { kind: 'embedded' };
+  if (/^amqps?:\/\//i.test(url)) return { kind: 'rabbitmq', url, queue: q };
+  if (/^nats:\/\//i.test(url)) return { kind: 'nats', url, queue: q };
+  throw new Error(
+    `BROKER_URL must be amqp://…, amqps://…, nats://… or unset (embedded transport), got "${redact(url)}"`,
+  );
+}
+
+/** The transport for log lines (no credentials). */
+export function describeBroker(config: BrokerConfig): string {
+  switch (config.kind) {
+    case 'embedded':
+      return 'embedded (in-process EventEmitter2)';
+    case 'rabbitmq':
+      return `RabbitMQ ${redact(config.url)} queue "${config.queue}"`;
+    case 'nats':
+      return `NATS ${redact(config.url)} queue group "${config.queue}"`;
+  }
+}
+
+function redact(url: string): string {
+  return url.replace(/\/\/([^@/]*)@/, '//***@');
+}

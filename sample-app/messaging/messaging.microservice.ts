@@ -1,0 +1,40 @@
+import type { INestApplication } from '@nestjs/common';
+import { EventEmitter2 } from '@nestjs/event-emitter';
+import { type MicroserviceOptions, Transport } from '@nestjs/microservices';
+import type { BrokerConfig } from './broker.config';
+import { EmbeddedTransport } from './embedded.transport';
+import { BROKER_CONFIG } from './messaging.constants';
+
+/**
+ * Connects the consumer side of the transport MessagingModule was configured with, so
+ * `@EventPattern('payment.captured')` handlers receive the relay's messages, and starts it:
+ * - embedded: EmbeddedTransport on the app's EventEmitter2;
+ * - RabbitMQ: the durable queue BROKER_QUEUE, `noAck: false` (handlers acknowledge, e.g. with
+ *   `@IdempotentConsumer({ acknowledge: true })`; a crash before the ack means redelivery);
+ * - NATS: the event subjects, in queue group BROKER_QUEUE (one instance gets each message).
+ */
+export async function connectMessaging(app: INestApplication): Promise<void> {
+  const config = app.get<BrokerConfig>(BROKER_CONFIG);
+  app.connectMicroservice<MicroserviceOptions>(microserviceOptions(app, config));
+  await app.startAllMicroservices();
+}
+
+function microserviceOptions(app: INestApplication, config: BrokerConfig): MicroserviceOptions {
+  switch (config.kind) {
+    case 'embedded':
+      return { strategy: new EmbeddedTransport(app.get(EventEmitter2)) };
+    case 'rabbitmq':
+      return {
+        transport: Transport.RMQ,
+        options: {
+          urls: [config.url],
+          queue: config.queue,
+          queueOptions: { durable: true },
+          noAck: false,
+          prefetchCount: 50,
+        },
+      };
+    case 'nats':
+      return { transport: Transport.NATS, options: { servers: [config.url], queue: config.queue } };
+  }
+}

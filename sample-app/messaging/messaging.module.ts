@@ -1,0 +1,89 @@
+import {
+  DynamicModule,
+  Global,
+  Inject,
+  Injectable,
+  Module,
+  OnApplicationShutdown,
+  Optional,
+  Provider,
+} from '@nestjs/common';
+import { EventEmitter2, EventEmitterModule } from '@nestjs/event-emitter';
+import { ClientOptions, ClientProxy, ClientProxyFactory, Transport } from '@nestjs/microservices';
+import { ClientProxyPublisher, FunctionPublisher, OutboxPublisher } from '../../lib';
+import { BrokerConfig, brokerConfigFromEnv } from './broker.config';
+import { BROKER_CLIENT, BROKER_CONFIG } from './messaging.constants';
+
+/** Closes the broker client after the relay has stopped (the relay stops in beforeApplicationShutdown). */
+@Injectable()
+class BrokerClientCloser implements OnApplicationShutdown {
+  constructor(@Optional() @Inject(BROKER_CLIENT) private readonly client?: ClientProxy) {}
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.client?.close();
+  }
+}
+
+/**
+ * The sample app's messaging, with the transport chosen once (BROKER_URL, see broker.config.ts):
+ * the `OutboxPublisher` the library's relay picks up, and (with `connectMessaging()`) the
+ * microservice transport `@EventPattern()` consumers listen on.
+ * - embedded: `FunctionPublisher` → `EventEmitter2.emitAsync(type, message)` → EmbeddedTransport;
+ * - RabbitMQ / NATS: `ClientProxyPublisher` over a `ClientRMQ` / `ClientNats`.
+ */
+@Global()
+@Module({})
+export class MessagingModule {
+  static forRoot(config: BrokerConfig = brokerConfigFromEnv()): DynamicModule {
+    const providers: Provider[] = [
+      { provide: BROKER_CONFIG, useValue: config },
+      BrokerClientCloser,
+    ];
+    if (config.kind === 'embedded') {
+      providers.push({
+        provide: OutboxPublisher,
+        useFactory: (emitter: EventEmitter2) =>
+          new FunctionPublisher((message) => emitter.emitAsync(message.type, message)),
+        inject: [EventEmitter2],
+      });
+    } else {
+      providers.push(
+        {
+          provide: BROKER_CLIENT,
+          useFactory: () => ClientProxyFactory.create(clientOptions(config)),
+        },
+        {
+          provide: OutboxPublisher,
+          useFactory: (client: ClientProxy) => new ClientProxyPublisher(client),
+          inject: [BROKER_CLIENT],
+        },
+      );
+    }
+    return {
+      module: MessagingModule,
+      imports: [EventEmitterModule.forRoot()],
+      providers,
+      exports: [
+        BROKER_CONFIG,
+        OutboxPublisher,
+        ...(config.kind === 'embedded' ? [] : [BROKER_CLIENT]),
+      ],
+    };
+  }
+}
+
+/** Client options of the relay's ClientProxy: the same queue / servers as the consumers' transport. */
+function clientOptions(config: Exclude<BrokerConfig, { kind: 'embedded' }>): ClientOptions {
+  if (config.kind === 'rabbitmq') {
+    return {
+      transport: Transport.RMQ,
+      options: {
+        urls: [config.url],
+        queue: config.queue,
+        queueOptions: { durable: true },
+        persistent: true,
+      },
+    };
+  }
+  return { transport: Transport.NATS, options: { servers: [config.url] } };
+}

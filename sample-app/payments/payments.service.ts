@@ -1,0 +1,76 @@
+import { HttpException, Injectable } from '@nestjs/common';
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { randomUUID } from 'node:crypto';
+import { OutboxService } from '../../lib';
+import { faultPoint } from '../../lib/testing/fault-points';
+import type { CreatePaymentDto } from './create-payment.dto';
+import { Payment } from './payment.entity';
+
+/** Type of the event POST /payments adds to the outbox (partition key: the payment id). */
+export const PAYMENT_CAPTURED = 'payment.captured';
+
+/** Payload of `payment.captured`. */
+export interface PaymentCapturedEvent {
+  paymentId: string;
+  tenantId: string;
+  amount: number;
+  currency: string;
+  customerId: string;
+  capturedAt: string;
+}
+
+export interface DemoSwitches {
+  delayMs: number;
+  failStatus?: number;
+}
+
+@Injectable()
+export class PaymentsService {
+  constructor(
+    private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly outbox: OutboxService,
+  ) {}
+
+  /**
+   * Inserts the payment and its `payment.captured` event in the ambient transaction (opened by
+   * the idempotency gate): the event is published if and only if the payment commits.
+   */
+  async create(dto: CreatePaymentDto, tenantId: string, demo: DemoSwitches): Promise<Payment> {
+    const repo = this.txHost.tx.getRepository(Payment);
+    const payment = repo.create({
+      id: randomUUID(),
+      tenantId,
+      amount: dto.amount,
+      currency: dto.currency,
+      customerId: dto.customerId,
+      status: 'captured',
+      createdAt: new Date(),
+    });
+    await repo.insert(payment);
+    const event: PaymentCapturedEvent = {
+      paymentId: payment.id,
+      tenantId,
+      amount: payment.amount,
+      currency: payment.currency,
+      customerId: payment.customerId,
+      capturedAt: payment.createdAt.toISOString(),
+    };
+    await this.outbox.add({ type: PAYMENT_CAPTURED, partitionKey: payment.id, payload: event });
+    // Test-only crash point (EO_TEST_FAULTS): the payment and its event are written, not committed.
+    faultPoint('payments.in-handler');
+    if (demo.delayMs > 0) await new Promise((r) => setTimeout(r, demo.delayMs));
+    if (demo.failStatus) throw new HttpException(`Demo failure (X-Demo-Fail: ${demo.failStatus})`, demo.failStatus);
+    return payment;
+  }
+
+  findOne(id: string): Promise<Payment | null> {
+    return this.txHost.tx.getRepository(Payment).findOneBy({ id });
+  }
+
+  findByCustomer(customerId?: string): Promise<Payment[]> {
+    return this.txHost.tx
+      .getRepository(Payment)
+      .find({ where: customerId ? { customerId } : {}, order: { createdAt: 'ASC', id: 'ASC' } });
+  }
+}

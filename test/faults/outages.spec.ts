@@ -1,0 +1,221 @@
+import { randomBytes } from 'node:crypto';
+import type { DataSource } from 'typeorm';
+import { TcpProxy } from '../fixtures/outbox/tcp-proxy';
+import {
+  createTestDatabase,
+  databaseKinds,
+  openDataSource,
+  PG_ADMIN_URL,
+  type TestDatabase,
+} from '../support/databases';
+import type { AppProcess } from '../support/sample-app';
+import {
+  type Attempt,
+  closeAgents,
+  type KeyOutcome,
+  postUntilCreated,
+  sleep,
+} from './support/fault-client';
+import { describeEachDatabase, FaultCluster } from './support/fault-cluster';
+import { assertInvariants, keyOf, type Scenario } from './support/invariants';
+
+/**
+ * Outages under load, on real sample-app processes and PostgreSQL:
+ * - RabbitMQ unreachable for 30 s (FAULT_BROKER_OUTAGE_MS): the processes reach the broker
+ *   through a TCP proxy the test cuts and restores (the machine's RabbitMQ is never touched);
+ * - the database connections of the processes terminated again and again for a few seconds
+ *   (`pg_terminate_backend`).
+ * While the service cannot do its job it answers 5xx/503 or 409, never a 2xx it cannot stand by;
+ * it recovers by itself, and the invariants hold: nothing lost, nothing doubled.
+ */
+const BROKER_OUTAGE_MS = Math.max(5000, Number(process.env.FAULT_BROKER_OUTAGE_MS ?? 30_000));
+const DB_OUTAGE_MS = Math.max(1000, Number(process.env.FAULT_DB_OUTAGE_MS ?? 5000));
+const CLIENTS = 6;
+
+const rand = () => randomBytes(3).toString('hex');
+const RABBIT_PORT = Number(
+  new URL(process.env.RABBITMQ_URL ?? 'amqp://guest:guest@127.0.0.1:5672').port || 5672,
+);
+
+/** Clients creating payments one after another (each retrying until its 201) until `stop()`. */
+function steadyLoad(prefix: string, targets: () => string[]) {
+  const outcomes: KeyOutcome[] = [];
+  let running = true;
+  let n = 0;
+  const clients = Array.from({ length: CLIENTS }, async (_, c) => {
+    while (running) {
+      const customerId = `${prefix}${c}-${n++}`;
+      const o = await postUntilCreated(keyOf(customerId), customerId, {
+        target: (attempt) => {
+          const t = targets();
+          return t[(c + attempt) % t.length];
+        },
+        deadlineMs: 120_000,
+      });
+      outcomes.push(o);
+      await sleep(20);
+    }
+  });
+  return {
+    outcomes,
+    /** Every attempt so far, with the time it was recorded. */
+    async stop(): Promise<KeyOutcome[]> {
+      running = false;
+      await Promise.all(clients);
+      return outcomes;
+    },
+  };
+}
+
+const failures = (outcomes: KeyOutcome[]) =>
+  outcomes
+    .flatMap((o) => o.attempts)
+    .filter((a: Attempt) => a.status === undefined || a.status >= 500);
+
+describeEachDatabase(
+  databaseKinds().filter((k) => k === 'postgres'),
+  'outages on %s',
+  (kind) => {
+    let db: TestDatabase;
+    let ds: DataSource;
+    let cluster: FaultCluster;
+    let proxy: TcpProxy;
+    let apps: AppProcess[] = [];
+
+    beforeAll(async () => {
+      db = await createTestDatabase(kind);
+      proxy = await new TcpProxy(RABBIT_PORT).start();
+      // The relay's retry budget (outbox.maxAttempts × backoff) must outlast the broker outage,
+      // or the messages waiting through it turn dead (see docs/guarantees.md): 40 attempts with
+      // a 3 s backoff cap ride out minutes, and the relay resumes within 3 s of the broker's return.
+      cluster = new FaultCluster(db.url, () => `amqp://guest:guest@127.0.0.1:${proxy.port}`, {
+        OUTBOX_MAX_ATTEMPTS: '40',
+      });
+      apps = [await cluster.spawn()];
+      apps.push(await cluster.spawn());
+      ds = await openDataSource(db.url);
+    }, 120_000);
+
+    afterAll(async () => {
+      closeAgents();
+      await cluster?.stop();
+      await proxy?.cut();
+      await ds?.destroy();
+      await db?.drop();
+    });
+
+    const scenario = (prefix: string): Scenario => ({
+      ds,
+      kind,
+      prefix,
+      live: () => apps.map((a) => a.url),
+      queueDepth: () => cluster.queueDepth(),
+    });
+
+    const pendingEvents = async (prefix: string) =>
+      Number(
+        (
+          await ds.query(
+            `SELECT COUNT(*) AS n FROM outbox_messages WHERE status = 'pending' AND payload LIKE $1`,
+            [`%"customerId":"${prefix}%`],
+          )
+        )[0].n,
+      );
+
+    it(`RabbitMQ unreachable for ${BROKER_OUTAGE_MS / 1000} s under load: payments keep being accepted, their events wait, then all arrive once`, async () => {
+      const prefix = `ob${rand()}-`;
+      const load = steadyLoad(prefix, () => apps.map((a) => a.url));
+      await sleep(3000);
+      await proxy.cut();
+      const cutAt = load.outcomes.length;
+      await sleep(BROKER_OUTAGE_MS);
+      // The broker was really gone: events of payments accepted meanwhile are waiting in the outbox.
+      const waiting = await pendingEvents(prefix);
+      const acceptedDuringCut = load.outcomes.length - cutAt;
+      await proxy.restore();
+      await sleep(3000);
+      const outcomes = await load.stop();
+      expect(acceptedDuringCut).toBeGreaterThan(0);
+      expect(waiting).toBeGreaterThan(0);
+      const report = await assertInvariants(scenario(prefix), outcomes, 120_000);
+      process.stdout.write(
+        `[faults] ${kind} broker outage ${BROKER_OUTAGE_MS} ms: ${report.keys} payments (${acceptedDuringCut} during the cut, ${waiting} events waiting at its end), ${failures(outcomes).length} failed attempts retried, ${report.ledgerEntries} ledger entries\n`,
+      );
+    });
+
+    it(`database connections terminated for ${DB_OUTAGE_MS / 1000} s under load: 5xx/409 while it lasts, never a wrong 2xx, recovery without help`, async () => {
+      const prefix = `od${rand()}-`;
+      const dbName = new URL(db.url).pathname.slice(1);
+      const admin = await openDataSource(PG_ADMIN_URL);
+      // The test's own connections to the database go too: reopen afterwards.
+      await ds.destroy();
+      const load = steadyLoad(prefix, () => apps.map((a) => a.url));
+      // One connection of the test's own, spared by the terminations, watches the ledger: in
+      // transactional mode a reservation commits only with its completion, so a committed
+      // `started` record would be a key blocked for a lease it should never have.
+      const watchUrl = new URL(db.url);
+      watchUrl.searchParams.set('pool', '1');
+      const watch = await openDataSource(watchUrl.toString());
+      const watchPid = Number((await watch.query('SELECT pg_backend_pid() AS pid'))[0].pid);
+      let terminated = 0;
+      let committedStarts = 0;
+      try {
+        await sleep(2000);
+        const until = Date.now() + DB_OUTAGE_MS;
+        while (Date.now() < until) {
+          const rows: unknown[] = await admin.query(
+            `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+              WHERE datname = $1 AND pid <> pg_backend_pid() AND pid <> $2`,
+            [dbName, watchPid],
+          );
+          terminated += rows.length;
+          const started = await watch.query(
+            `SELECT COUNT(*) AS n FROM idempotency_records WHERE state = 'started' AND idempotency_key LIKE $1`,
+            [`key-${prefix}%`],
+          );
+          committedStarts = Math.max(committedStarts, Number(started[0].n));
+          await sleep(100);
+        }
+        await sleep(3000);
+        const outcomes = await load.stop();
+        ds = await openDataSource(db.url);
+        expect(terminated).toBeGreaterThan(0);
+        expect(committedStarts).toBe(0);
+        // The drop was felt (failed attempts), and every process serves again by itself.
+        const failed = failures(outcomes);
+        expect(failed.length).toBeGreaterThan(0);
+        for (const app of apps) {
+          const c = `${prefix}after-${rand()}`;
+          const o = await postUntilCreated(keyOf(c), c, {
+            target: () => app.url,
+            deadlineMs: 30_000,
+          });
+          if (!o.created) {
+            const seen = o.attempts.map(
+              (a) => `${a.status ?? a.error} ${a.body?.toString('utf8').slice(0, 160) ?? ''}`,
+            );
+            throw new Error(
+              `${app.url} did not recover: ${seen.slice(-5).join(' | ')}\n${app.output().slice(-3000)}`,
+            );
+          }
+          outcomes.push(o);
+        }
+        const report = await assertInvariants(scenario(prefix), outcomes, 120_000);
+        const statuses = new Map<string, number>();
+        for (const a of failed)
+          statuses.set(
+            String(a.status ?? a.error),
+            (statuses.get(String(a.status ?? a.error)) ?? 0) + 1,
+          );
+        process.stdout.write(
+          `[faults] ${kind} database outage ${DB_OUTAGE_MS} ms: ${terminated} backends terminated, ${report.keys} payments, failed attempts ${JSON.stringify(Object.fromEntries(statuses))}\n`,
+        );
+      } finally {
+        await load.stop();
+        await admin.destroy();
+        await watch.destroy();
+        if (!ds.isInitialized) ds = await openDataSource(db.url);
+      }
+    });
+  },
+);

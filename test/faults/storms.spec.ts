@@ -1,0 +1,234 @@
+import { randomBytes } from 'node:crypto';
+import type { DataSource } from 'typeorm';
+import {
+  createTestDatabase,
+  databaseKinds,
+  openDataSource,
+  type TestDatabase,
+} from '../support/databases';
+import type { AppProcess } from '../support/sample-app';
+import { consumerCounter, publishCopies, storedEvents } from './support/broker';
+import {
+  type Attempt,
+  closeAgents,
+  header,
+  type KeyOutcome,
+  paymentBody,
+  pool,
+  postOnce,
+  postUntilCreated,
+  sleep,
+} from './support/fault-client';
+import { describeEachDatabase, FaultCluster } from './support/fault-cluster';
+import { assertInvariants, keyOf, type Scenario } from './support/invariants';
+
+/**
+ * Storms against real sample-app processes on one database: a same-key storm over 4 processes,
+ * 10,000 distinct keys with random client retries over 4 processes, and duplicate deliveries
+ * pushed straight into RabbitMQ. SQLite runs them on its one process.
+ */
+const STORM_PER_PROCESS = 200;
+/**
+ * Distinct keys of the key storm: 10,000 (FAULT_STORM_KEYS). Babelfish (SQL Server over
+ * PostgreSQL, MSSQL_URL) serves about a tenth of PostgreSQL's rate on these machines: 2,000
+ * there unless FAULT_STORM_KEYS says otherwise.
+ */
+const keysFor = (kind: string) =>
+  Math.max(100, Number(process.env.FAULT_STORM_KEYS ?? (kind === 'mssql' ? 2000 : 10_000)));
+const DUPLICATED_EVENTS = 200;
+const COPIES = 5;
+
+const rand = () => randomBytes(3).toString('hex');
+
+/** The outcome of a same-key storm: every answer, then the one key's checks. */
+async function sameKeyStorm(
+  targets: string[],
+  prefix: string,
+): Promise<{ outcome: KeyOutcome; statuses: Map<number | string, number> }> {
+  const customerId = `${prefix}one`;
+  const key = keyOf(customerId);
+  const body = paymentBody(customerId);
+  // The first one to reserve holds the key for 200 ms inside its handler (X-Demo-Delay-Ms, not
+  // part of the fingerprint): the storm meets it in flight, then completed.
+  const answers: Attempt[] = await Promise.all(
+    targets.flatMap((t) =>
+      Array.from({ length: STORM_PER_PROCESS }, () =>
+        postOnce(t, key, body, { 'x-demo-delay-ms': '200' }),
+      ),
+    ),
+  );
+  const statuses = new Map<number | string, number>();
+  for (const a of answers)
+    statuses.set(a.status ?? a.error!, (statuses.get(a.status ?? a.error!) ?? 0) + 1);
+  // Every answer is the 201 (the original or its replay) or 409 in progress; nothing else.
+  expect([...statuses.keys()].filter((s) => s !== 201 && s !== 409)).toEqual([]);
+  const created = answers.filter((a) => a.status === 201);
+  expect(created.length).toBeGreaterThanOrEqual(1);
+  expect(new Set(created.map((a) => a.body!.toString('utf8'))).size).toBe(1);
+  expect(created.filter((a) => header(a, 'idempotency-replayed') !== 'true').length).toBe(1);
+  for (const a of answers.filter((x) => x.status === 409)) {
+    expect(JSON.parse(a.body!.toString('utf8')).type).toMatch(/in-progress/);
+    expect(Number(header(a, 'retry-after'))).toBeGreaterThanOrEqual(1);
+  }
+  return { outcome: { key, customerId, attempts: answers, created: created[0] }, statuses };
+}
+
+/**
+ * 10,000 keys (FAULT_STORM_KEYS), each a client that sends its payment to a random process and
+ * retries until it has its 201; at random a client also fires a concurrent duplicate at another
+ * process (a timed-out first try racing its retry), or repeats the request after its 201 (the
+ * answer was lost on the way). Bounded: keep-alive agents, 48 clients at a time.
+ */
+async function keyStorm(targets: string[], prefix: string, keys: number): Promise<KeyOutcome[]> {
+  const pick = () => targets[Math.floor(Math.random() * targets.length)];
+  const racing: Array<Promise<KeyOutcome>> = [];
+  const outcomes = await pool(
+    Array.from({ length: keys }, (_, i) => `${prefix}${i}`),
+    48,
+    async (customerId) => {
+      const key = keyOf(customerId);
+      const dice = Math.random();
+      if (dice < 0.15) racing.push(postUntilCreated(key, customerId, { target: pick }));
+      const o = await postUntilCreated(key, customerId, { target: pick });
+      if (dice > 0.85) {
+        const again = await postUntilCreated(key, customerId, { target: pick });
+        o.attempts.push(...again.attempts);
+      }
+      return o;
+    },
+  );
+  // A racing duplicate is the same client's key: its answers belong to that key's outcome.
+  const byKey = new Map(outcomes.map((o) => [o.key, o]));
+  for (const r of await Promise.all(racing)) {
+    const o = byKey.get(r.key)!;
+    o.attempts.push(...r.attempts);
+    if (!r.created) o.created = undefined;
+  }
+  return outcomes;
+}
+
+interface Topology {
+  /** API processes. */
+  processes: number;
+}
+
+describeEachDatabase(
+  databaseKinds().filter((k) => k === 'postgres' || k === 'mssql' || k === 'sqlite'),
+  'storms on %s',
+  (kind) => {
+    // SQLite: one process (one writer); the others: 4 API processes on one database.
+    const topology: Topology = { processes: kind === 'sqlite' ? 1 : 4 };
+    const KEYS = keysFor(kind);
+    let db: TestDatabase;
+    let ds: DataSource;
+    let cluster: FaultCluster;
+    let apps: AppProcess[] = [];
+
+    beforeAll(async () => {
+      db = await createTestDatabase(kind);
+      cluster = new FaultCluster(db.url);
+      apps = [await cluster.spawn()]; // runs the migrations
+      for (let i = 1; i < topology.processes; i++) apps.push(await cluster.spawn());
+      ds = await openDataSource(db.url);
+    }, 180_000);
+
+    afterAll(async () => {
+      closeAgents();
+      await cluster?.stop();
+      await ds?.destroy();
+      await db?.drop();
+    });
+
+    const scenario = (prefix: string, live = () => apps.map((a) => a.url)): Scenario => ({
+      ds,
+      kind,
+      prefix,
+      live,
+      queueDepth: () => cluster.queueDepth(),
+    });
+
+    it(`${topology.processes} process(es) × ${STORM_PER_PROCESS} concurrent requests with one key, transactional mode: one payment, every answer the same 201 or 409`, async () => {
+      const prefix = `st${rand()}-`;
+      const { outcome, statuses } = await sameKeyStorm(
+        apps.map((a) => a.url),
+        prefix,
+      );
+      await assertInvariants(scenario(prefix), [outcome]);
+      process.stdout.write(
+        `[faults] ${kind} same-key storm (transactional): ${JSON.stringify(Object.fromEntries(statuses))}\n`,
+      );
+    });
+
+    it(`${topology.processes} process(es) × ${STORM_PER_PROCESS} concurrent requests with one key, leased mode: one payment, every answer the same 201 or 409`, async () => {
+      const leased: AppProcess[] = [];
+      try {
+        if (kind === 'sqlite') {
+          // One writer: the transactional process steps aside for the leased one.
+          await apps[0].kill('SIGTERM');
+          leased.push(await cluster.spawn({ IDEMPOTENCY_MODE: 'leased' }));
+        } else {
+          leased.push(
+            ...(await Promise.all(apps.map(() => cluster.spawn({ IDEMPOTENCY_MODE: 'leased' })))),
+          );
+        }
+        const prefix = `sl${rand()}-`;
+        const { outcome, statuses } = await sameKeyStorm(
+          leased.map((a) => a.url),
+          prefix,
+        );
+        await assertInvariants(
+          scenario(prefix, () => leased.map((a) => a.url)),
+          [outcome],
+        );
+        process.stdout.write(
+          `[faults] ${kind} same-key storm (leased): ${JSON.stringify(Object.fromEntries(statuses))}\n`,
+        );
+      } finally {
+        await Promise.all(leased.map((a) => a.kill('SIGTERM')));
+        if (kind === 'sqlite') apps = [await cluster.spawn()];
+      }
+    });
+
+    it(`${KEYS} distinct keys across ${topology.processes} process(es) with random retries: each key exactly one payment, one ledger entry`, async () => {
+      const prefix = `sk${rand()}-`;
+      const started = Date.now();
+      const outcomes = await keyStorm(
+        apps.map((a) => a.url),
+        prefix,
+        KEYS,
+      );
+      const elapsed = Date.now() - started;
+      const attempts = outcomes.reduce((n, o) => n + o.attempts.length, 0);
+      const report = await assertInvariants(scenario(prefix), outcomes, 300_000);
+      process.stdout.write(
+        `[faults] ${kind} key storm: ${report.keys} keys, ${attempts} requests in ${elapsed} ms, ${report.payments} payments, ${report.ledgerEntries} ledger entries\n`,
+      );
+    }, 900_000);
+
+    it(`duplicate deliveries from the broker: ${DUPLICATED_EVENTS} events published ${COPIES} more times straight to RabbitMQ give one ledger entry each`, async () => {
+      const prefix = `sd${rand()}-`;
+      const before = await consumerCounter(apps, 'inbox_duplicates');
+      // Payments whose events the relay publishes as usual; the copies race it and follow it.
+      const outcomes = await pool(
+        Array.from({ length: DUPLICATED_EVENTS }, (_, i) => `${prefix}${i}`),
+        16,
+        (c, i) => postUntilCreated(keyOf(c), c, { target: () => apps[i % apps.length].url }),
+      );
+      const events = await storedEvents(ds, kind, prefix);
+      expect(events).toHaveLength(DUPLICATED_EVENTS);
+      expect(await publishCopies(cluster.queue, events, COPIES)).toBe(DUPLICATED_EVENTS * COPIES);
+      await assertInvariants(scenario(prefix), outcomes);
+      // The consumers saw the copies and the inbox skipped them.
+      // Each event arrived COPIES + 1 times (at least): one ran the handler, the others were skipped.
+      let skipped = 0;
+      for (let i = 0; i < 40 && skipped < DUPLICATED_EVENTS * COPIES; i++) {
+        skipped = (await consumerCounter(apps, 'inbox_duplicates')) - before;
+        if (skipped < DUPLICATED_EVENTS * COPIES) await sleep(250);
+      }
+      expect(skipped).toBeGreaterThanOrEqual(DUPLICATED_EVENTS * COPIES);
+      process.stdout.write(
+        `[faults] ${kind} duplicate deliveries: ${DUPLICATED_EVENTS * COPIES} copies, ${skipped} skipped by the inbox\n`,
+      );
+    });
+  },
+);

@@ -1,0 +1,320 @@
+import type { INestApplicationContext, INestMicroservice } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { EventEmitter2, EventEmitterModule } from '@nestjs/event-emitter';
+import {
+  type ClientProxy,
+  ClientProxyFactory,
+  NatsRecordBuilder,
+  Transport,
+} from '@nestjs/microservices';
+import * as amqp from 'amqplib';
+import { headers as natsHeaders } from 'nats';
+import { randomUUID } from 'node:crypto';
+import { lastValueFrom } from 'rxjs';
+import type { DataSource } from 'typeorm';
+import { InboxMessageIdMissingError, InboxService } from '../../lib';
+import {
+  DeliveryLog,
+  type EffectCommand,
+  EffectHandler,
+  EmitterEffectListener,
+  NatsEffectConsumer,
+  RmqEffectConsumer,
+} from '../fixtures/inbox/effect-consumers';
+import { InboxFixtureModule } from '../fixtures/inbox/inbox-fixture.module';
+import {
+  createTestDatabase,
+  databaseKinds,
+  openDataSource,
+  placeholder,
+  type TestDatabase,
+} from '../support/databases';
+
+const RABBIT_URL = process.env.RABBITMQ_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
+const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+
+async function waitFor<T>(
+  probe: () => Promise<T | undefined | false>,
+  what: string,
+  timeoutMs = 20_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe.each(databaseKinds())('@IdempotentConsumer on %s', (kind) => {
+  let db: TestDatabase;
+  let ds: DataSource;
+
+  beforeAll(async () => {
+    db = await createTestDatabase(kind);
+    ds = await openDataSource(db.url);
+  });
+
+  afterAll(async () => {
+    await ds?.destroy();
+    await db?.drop();
+  });
+
+  beforeEach(() => DeliveryLog.reset());
+
+  /** Effect rows written by `consumer` with this note (notes are unique per test). */
+  const effects = async (consumer: string, note: string): Promise<number> => {
+    const rows = await ds.query(
+      `SELECT message_id FROM inbox_effects WHERE consumer = ${placeholder(kind, 0)} AND note = ${placeholder(kind, 1)}`,
+      [consumer, note],
+    );
+    return rows.length;
+  };
+
+  describe('RabbitMQ (@EventPattern, noAck: false, acknowledge: true)', () => {
+    const queue = `inbox-test-${randomUUID()}`;
+    let app: INestMicroservice;
+    let inbox: InboxService;
+    let conn: amqp.ChannelModel;
+    let ch: amqp.ConfirmChannel;
+
+    beforeAll(async () => {
+      app = await NestFactory.createMicroservice(
+        InboxFixtureModule.register({
+          dbUrl: db.url,
+          controllers: [RmqEffectConsumer],
+          providers: [EffectHandler],
+        }),
+        {
+          transport: Transport.RMQ,
+          options: {
+            urls: [RABBIT_URL],
+            queue,
+            noAck: false,
+            prefetchCount: 1,
+            queueOptions: { durable: false },
+          },
+          logger: false,
+        },
+      );
+      await app.listen();
+      inbox = app.get(InboxService);
+      conn = await amqp.connect(RABBIT_URL);
+      ch = await conn.createConfirmChannel();
+    });
+
+    afterAll(async () => {
+      await app?.close();
+      if (ch) {
+        // Every delivery was acknowledged or rejected: with the consumer gone nothing comes back.
+        const { messageCount } = await ch.checkQueue(queue);
+        expect(messageCount).toBe(0);
+        await ch.deleteQueue(queue);
+      }
+      await conn?.close();
+    });
+
+    const publish = async (messageId: string | undefined, cmd: EffectCommand) => {
+      ch.sendToQueue(
+        queue,
+        Buffer.from(JSON.stringify({ pattern: 'inbox.effect', data: cmd })),
+        messageId ? { messageId } : {},
+      );
+      await ch.waitForConfirms();
+    };
+    /** With prefetch 1 the queue is FIFO one at a time: once a later message is done, all earlier ones are settled. */
+    const drain = async () => {
+      const note = `sentinel-${randomUUID()}`;
+      await publish(randomUUID(), { note });
+      await waitFor(async () => (await effects('rmq-effects', note)) === 1, 'the sentinel message');
+    };
+
+    it('runs the handler once for the same message delivered 5 times', async () => {
+      const id = randomUUID();
+      const note = `five-${id}`;
+      for (let i = 0; i < 5; i++) await publish(id, { note });
+      await drain();
+      expect(DeliveryLog.deliveries.get(id)).toBe(5);
+      expect(DeliveryLog.runs.get(id)).toBe(1);
+      expect(await effects('rmq-effects', note)).toBe(1);
+      expect(await inbox.find('rmq-effects', id)).toMatchObject({
+        status: 'processed',
+        attempts: 1,
+      });
+    });
+
+    it('rejects a failed delivery for redelivery and ends with one effect (failure, failure, success)', async () => {
+      const id = randomUUID();
+      const note = `retry-${id}`;
+      await publish(id, { note, failTimes: 2 });
+      await drain();
+      expect(DeliveryLog.runs.get(id)).toBe(3);
+      expect(await effects('rmq-effects', note)).toBe(1);
+      expect(await inbox.find('rmq-effects', id)).toMatchObject({
+        status: 'processed',
+        attempts: 3,
+        lastError: `Error: planned failure 2 of ${id}`,
+      });
+    });
+
+    it('records a message failing maxAttempts (3) times as failed and acknowledges it', async () => {
+      const id = randomUUID();
+      const note = `poison-${id}`;
+      await publish(id, { note, failTimes: 100 });
+      await drain();
+      expect(DeliveryLog.runs.get(id)).toBe(3);
+      expect(await effects('rmq-effects', note)).toBe(0);
+      expect(await inbox.find('rmq-effects', id)).toMatchObject({ status: 'failed', attempts: 3 });
+      // A later redelivery of the same message is acknowledged without running the handler.
+      await publish(id, { note });
+      await drain();
+      expect(DeliveryLog.runs.get(id)).toBe(3);
+      expect(DeliveryLog.deliveries.get(id)).toBe(4);
+    });
+
+    it('refuses a message without a message id: not processed, rejected without requeue', async () => {
+      const note = `no-id-${randomUUID()}`;
+      await publish(undefined, { note });
+      await drain();
+      expect(DeliveryLog.deliveries.get('<none>')).toBe(1);
+      expect(await effects('rmq-effects', note)).toBe(0);
+    });
+  });
+
+  describe('NATS (@MessagePattern, message-id header)', () => {
+    let app: INestMicroservice;
+    let client: ClientProxy;
+
+    beforeAll(async () => {
+      app = await NestFactory.createMicroservice(
+        InboxFixtureModule.register({
+          dbUrl: db.url,
+          controllers: [NatsEffectConsumer],
+          providers: [EffectHandler],
+        }),
+        { transport: Transport.NATS, options: { servers: [NATS_URL] }, logger: false },
+      );
+      await app.listen();
+      client = ClientProxyFactory.create({
+        transport: Transport.NATS,
+        options: { servers: [NATS_URL] },
+      });
+      await client.connect();
+    });
+
+    afterAll(async () => {
+      await client?.close();
+      await app?.close();
+    });
+
+    const send = (cmd: EffectCommand, messageId?: string) => {
+      const h = natsHeaders();
+      if (messageId) h.set('message-id', messageId);
+      return lastValueFrom(
+        client.send('inbox.effect.rpc', new NatsRecordBuilder(cmd).setHeaders(h).build()),
+        { defaultValue: undefined },
+      );
+    };
+
+    it('answers 5 concurrent requests carrying one message id with one handler run', async () => {
+      const id = randomUUID();
+      const note = `nats-${id}`;
+      const answers = await Promise.all(
+        Array.from({ length: 5 }, () => send({ note, delayMs: 200 }, id)),
+      );
+      expect(answers.filter((a) => a === `ran:${note}`)).toHaveLength(1);
+      expect(answers.filter((a) => a === undefined || a === null)).toHaveLength(4);
+      expect(DeliveryLog.deliveries.get(id)).toBe(5);
+      expect(await effects('NatsEffectConsumer.handle', note)).toBe(1);
+    });
+
+    it('answers a request without a message id with an error and runs nothing', async () => {
+      const note = `nats-no-id-${randomUUID()}`;
+      await expect(send({ note })).rejects.toBeDefined();
+      expect(DeliveryLog.runs.size).toBe(0);
+      expect(await effects('NatsEffectConsumer.handle', note)).toBe(0);
+    });
+  });
+
+  describe('in-process events (@OnEvent of @nestjs/event-emitter)', () => {
+    let app: INestApplicationContext;
+    let emitter: EventEmitter2;
+    let inbox: InboxService;
+
+    beforeAll(async () => {
+      app = await NestFactory.createApplicationContext(
+        InboxFixtureModule.register({
+          dbUrl: db.url,
+          imports: [EventEmitterModule.forRoot()],
+          providers: [EmitterEffectListener, EffectHandler],
+        }),
+        { logger: false },
+      );
+      await app.init();
+      emitter = app.get(EventEmitter2);
+      inbox = app.get(InboxService);
+    });
+
+    afterAll(async () => {
+      await app?.close();
+    });
+
+    const emit = (messageId: string | undefined, cmd: EffectCommand) =>
+      emitter.emitAsync('inbox.effect', { ...cmd, messageId });
+
+    it('runs each of two listeners (two consumer names) once for an event emitted 5 times at once', async () => {
+      const id = randomUUID();
+      const note = `emit-${id}`;
+      await Promise.all(Array.from({ length: 5 }, () => emit(id, { note, delayMs: 50 })));
+      expect(await effects('emitter-effects', note)).toBe(1);
+      expect(await effects('emitter-audit', note)).toBe(1);
+      expect(DeliveryLog.deliveries.get(id)).toBe(5);
+      expect(await inbox.find('emitter-effects', id)).toMatchObject({ status: 'processed' });
+      expect(await inbox.find('emitter-audit', id)).toMatchObject({ status: 'processed' });
+    });
+
+    it('rolls back a failed listener and runs it on the next emit (failure then success)', async () => {
+      const id = randomUUID();
+      const note = `emit-retry-${id}`;
+      await expect(
+        emit(id, { note, failTimes: 1, failConsumer: 'emitter-effects' }),
+      ).rejects.toThrow(`planned failure 1 of ${id}`);
+      expect(await effects('emitter-effects', note)).toBe(0);
+      expect(await effects('emitter-audit', note)).toBe(1);
+      await emit(id, { note });
+      await emit(id, { note });
+      expect(await effects('emitter-effects', note)).toBe(1);
+      expect(await effects('emitter-audit', note)).toBe(1);
+      expect(await inbox.find('emitter-effects', id)).toMatchObject({
+        status: 'processed',
+        attempts: 2,
+      });
+    });
+
+    it('gives up after maxAttempts (2): the emit succeeds and the message is recorded as failed', async () => {
+      const id = randomUUID();
+      const note = `emit-poison-${id}`;
+      const cmd = { note, failTimes: 100, failConsumer: 'emitter-effects' };
+      await expect(emit(id, cmd)).rejects.toThrow('planned failure 1');
+      await expect(emit(id, cmd)).resolves.toBeDefined();
+      expect(await inbox.find('emitter-effects', id)).toMatchObject({
+        status: 'failed',
+        attempts: 2,
+      });
+      await expect(emit(id, cmd)).resolves.toBeDefined();
+      expect(DeliveryLog.failures.get(`emitter-effects|${id}`)).toBe(2);
+    });
+
+    it('refuses an event without a message id with InboxMessageIdMissingError and writes nothing', async () => {
+      const note = `emit-no-id-${randomUUID()}`;
+      const emitted = emit(undefined, { note });
+      await expect(emitted).rejects.toBeInstanceOf(InboxMessageIdMissingError);
+      await expect(emitted).rejects.toThrow(
+        /emitter-(effects|audit): the message carries no message id/,
+      );
+      expect(await effects('emitter-effects', note)).toBe(0);
+      expect(DeliveryLog.runs.size).toBe(0);
+    });
+  });
+});

@@ -1,0 +1,179 @@
+import type { INestApplication } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { FunctionPublisher, IdempotencyAdminService, type OutboxMessage } from '../../lib';
+import { createTestDatabase, databaseKinds, type TestDatabase } from '../support/databases';
+import { clockFor, dataSourceOf, sqlFor, startOpsApp, urlOf } from '../support/ops-fixture';
+
+/** Polls `probe` until it returns a truthy value (or fails after `ms`). */
+async function eventually<T>(probe: () => Promise<T | undefined | false>, what: string, ms = 20_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await probe();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe.each(databaseKinds())('admin API on %s', (kind) => {
+  let db: TestDatabase;
+  let app: INestApplication;
+  let url: string;
+  const published: OutboxMessage[] = [];
+  let failing = true;
+
+  beforeAll(async () => {
+    db = await createTestDatabase(kind);
+    const publisher = new FunctionPublisher((m) => {
+      if (failing && String((m.payload as { name?: string }).name).startsWith('doomed')) throw new Error('broker says no');
+      published.push(m);
+    });
+    app = await startOpsApp(db.url, {
+      cleanup: { enabled: false },
+      outbox: { publisher, maxAttempts: 1, pollIntervalMs: 50, backoffBaseMs: 10, backoffMaxMs: 100 },
+    });
+    url = await urlOf(app);
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await db?.drop();
+  });
+
+  const post = (key: string, body: object) =>
+    fetch(`${url}/things`, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': key }, body: JSON.stringify(body) });
+  const json = async (path: string, init?: RequestInit) => {
+    const r = await fetch(`${url}${path}`, init);
+    return { status: r.status, type: r.headers.get('content-type') ?? '', body: r.status === 204 ? undefined : ((await r.json()) as any) };
+  };
+  const list = async (query: string) => (await json(`/admin/outbox?${query}`)).body as any[];
+
+  it('re-queues a dead message, which the relay then publishes', async () => {
+    failing = true;
+    const pk = `pk-${randomUUID()}`;
+    const created = await post(randomUUID(), { name: 'doomed-1', partitionKey: pk });
+    expect(created.status).toBe(201);
+    const { messageId } = (await created.json()) as { messageId: string };
+
+    const [dead] = await eventually(async () => {
+      const rows = await list(`status=dead&partitionKey=${encodeURIComponent(pk)}`);
+      return rows.length ? rows : undefined;
+    }, 'the message to become dead');
+    expect(dead).toMatchObject({ id: messageId, type: 'thing.created', status: 'dead', partitionKey: pk, attempts: 1 });
+    expect(dead.lastError).toContain('broker says no');
+    expect(published.some((m) => m.id === messageId)).toBe(false);
+
+    failing = false;
+    const requeued = await json(`/admin/outbox/${encodeURIComponent(messageId)}/requeue`, { method: 'POST' });
+    expect(requeued.status).toBe(200);
+    expect(requeued.body).toMatchObject({ id: messageId, attempts: 0 });
+    expect(['pending', 'sent']).toContain(requeued.body.status);
+
+    await eventually(async () => published.some((m) => m.id === messageId), 'the re-queued message to be published');
+    const [sent] = await eventually(async () => {
+      const rows = await list(`status=sent&partitionKey=${encodeURIComponent(pk)}`);
+      return rows.length ? rows : undefined;
+    }, 'the message to be marked sent');
+    expect(sent).toMatchObject({ id: messageId, status: 'sent', partitionKey: pk });
+    expect(await list(`status=dead&partitionKey=${encodeURIComponent(pk)}`)).toEqual([]);
+  });
+
+  it('re-queues a sent message (it is published again) and lists by partition key alone', async () => {
+    const pk = `pk-${randomUUID()}`;
+    const created = await post(randomUUID(), { name: 'fine', partitionKey: pk });
+    const { messageId } = (await created.json()) as { messageId: string };
+    await eventually(async () => (await list(`status=sent&partitionKey=${encodeURIComponent(pk)}`)).length === 1, 'sent');
+    const before = published.filter((m) => m.id === messageId).length;
+    const r = await json(`/admin/outbox/${encodeURIComponent(messageId)}/requeue`, { method: 'POST' });
+    expect(r.status).toBe(200);
+    await eventually(async () => published.filter((m) => m.id === messageId).length === before + 1, 'a second publication');
+    const byKey = await list(`partitionKey=${encodeURIComponent(pk)}`);
+    expect(byKey.map((m) => m.id)).toEqual([messageId]);
+  });
+
+  it('purges dead messages, one or all, and refuses other states with problem+json', async () => {
+    failing = true;
+    const pk = `pk-${randomUUID()}`;
+    const ids: string[] = [];
+    for (const n of [1, 2, 3]) {
+      const r = await post(randomUUID(), { name: `doomed-${n}`, partitionKey: pk });
+      ids.push(((await r.json()) as { messageId: string }).messageId);
+    }
+    await eventually(async () => (await list(`status=dead&partitionKey=${encodeURIComponent(pk)}`)).length === 3, 'three dead');
+
+    const one = await json(`/admin/outbox/${encodeURIComponent(ids[0])}`, { method: 'DELETE' });
+    expect(one.status).toBe(204);
+    expect((await json(`/admin/outbox/${encodeURIComponent(ids[0])}`)).status).toBe(404);
+
+    failing = false;
+    const sentPk = `pk-${randomUUID()}`;
+    const sentRes = await post(randomUUID(), { name: 'fine', partitionKey: sentPk });
+    const sentId = ((await sentRes.json()) as { messageId: string }).messageId;
+    await eventually(async () => (await list(`status=sent&partitionKey=${encodeURIComponent(sentPk)}`)).length === 1, 'sent');
+    const refused = await json(`/admin/outbox/${encodeURIComponent(sentId)}`, { method: 'DELETE' });
+    expect(refused.status).toBe(409);
+    expect(refused.type).toContain('application/problem+json');
+
+    const all = await json('/admin/outbox/dead', { method: 'DELETE' });
+    expect(all.status).toBe(200);
+    expect(all.body.purged).toBeGreaterThanOrEqual(2);
+    expect(await list(`status=dead`)).toEqual([]);
+    expect((await json(`/admin/outbox/${encodeURIComponent(sentId)}`)).body).toMatchObject({ id: sentId, status: 'sent' });
+  });
+
+  it('answers bad input and unknown ids with problem+json, and refuses to re-queue a pending message', async () => {
+    const bad = await json('/admin/outbox?status=bogus');
+    expect(bad.status).toBe(400);
+    expect(bad.type).toContain('application/problem+json');
+    expect(bad.body.detail).toContain('pending, sent, dead');
+    expect((await json('/admin/outbox?limit=0')).status).toBe(400);
+    expect((await json('/admin/outbox?afterSeq=abc')).status).toBe(400);
+
+    const missing = await json(`/admin/outbox/${randomUUID()}/requeue`, { method: 'POST' });
+    expect(missing.status).toBe(404);
+    expect(missing.type).toContain('application/problem+json');
+
+    // A pending message that is not due yet: the relay leaves it alone.
+    const sql = sqlFor(kind, dataSourceOf(app));
+    const id = `not-due-${randomUUID()}`;
+    await sql(
+      `INSERT INTO outbox_messages (id, type, payload, status, attempts, next_attempt_at, created_at) VALUES (?, 'thing.created', '{}', 'pending', 0, ${clockFor(kind)(3_600_000)}, ${clockFor(kind)(0)})`,
+      [id],
+    );
+    const pending = await json(`/admin/outbox/${id}/requeue`, { method: 'POST' });
+    expect(pending.status).toBe(409);
+    expect(pending.body.detail).toContain('pending');
+    expect((await app.get(IdempotencyAdminService).requeueOutboxMessage(id)).outcome).toBe('not-requeueable');
+  });
+
+  it('inspects and evicts an idempotency key by scope and key; the next request with it runs again', async () => {
+    const key = randomUUID();
+    expect((await post(key, { name: 'a', partitionKey: 'k' })).status).toBe(201);
+    const replay = await post(key, { name: 'a', partitionKey: 'k' });
+    expect(replay.headers.get('idempotency-replayed')).toBe('true');
+
+    const q = `method=POST&route=${encodeURIComponent('/things')}&key=${encodeURIComponent(key)}`;
+    const seen = await json(`/admin/idempotency?${q}`);
+    expect(seen.status).toBe(200);
+    expect(seen.body).toMatchObject({ scope: '-|-|POST /things', state: 'completed', responseStatus: 201, expired: false, encrypted: false });
+    expect(seen.body.keyHash).toMatch(/^[0-9a-f]{16}$/);
+    expect(seen.body.responseBodyBytes).toBeGreaterThan(0);
+    expect(JSON.stringify(seen.body)).not.toContain('"name"');
+    // The same record by its stored scope string.
+    expect((await json(`/admin/idempotency?scope=${encodeURIComponent('-|-|POST /things')}&key=${encodeURIComponent(key)}`)).status).toBe(200);
+
+    expect((await json(`/admin/idempotency?${q}`, { method: 'DELETE' })).status).toBe(204);
+    expect((await json(`/admin/idempotency?${q}`)).status).toBe(404);
+    expect((await json(`/admin/idempotency?${q}`, { method: 'DELETE' })).status).toBe(404);
+
+    // Evicted: the same key with another body is a new request, not a 422.
+    const again = await post(key, { name: 'b', partitionKey: 'k' });
+    expect(again.status).toBe(201);
+    expect(again.headers.get('idempotency-replayed')).toBeNull();
+    expect(((await again.json()) as any).name).toBe('b');
+
+    const noKey = await json('/admin/idempotency?method=POST&route=/things');
+    expect(noKey.status).toBe(400);
+    expect(noKey.type).toContain('application/problem+json');
+  });
+});

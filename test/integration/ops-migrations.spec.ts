@@ -1,0 +1,75 @@
+import { DataSource } from 'typeorm';
+import { getIdempotencyMigrations, type MigrationNamingOptions } from '../../lib';
+import { databaseOptionsFromUrl } from '../../sample-app/config/database.config';
+import { createTestDatabase, databaseKinds, type TestDatabase } from '../support/databases';
+
+/** The library's tables under a naming, as SQL names (schema-qualified where one is given). */
+function tablesOf(kind: string, naming: MigrationNamingOptions): string[] {
+  const names = ['idempotency_records', 'outbox_messages', 'inbox_messages'];
+  const custom = [naming.tables?.idempotency, naming.tables?.outbox, naming.tables?.inbox];
+  return names.map((n, i) => {
+    const t = custom[i] ?? n;
+    if (!naming.schema) return t;
+    return kind === 'mssql' ? `[${naming.schema}].[${t}]` : `"${naming.schema}"."${t}"`;
+  });
+}
+
+async function exists(ds: DataSource, table: string): Promise<boolean> {
+  try {
+    await ds.query(`SELECT COUNT(*) AS n FROM ${table}`);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe.each(databaseKinds())('library migrations on %s', (kind) => {
+  let db: TestDatabase;
+
+  beforeAll(async () => {
+    db = await createTestDatabase(kind);
+  });
+
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  const cases: Array<[string, MigrationNamingOptions]> = [
+    ['default names', {}],
+    ['custom table names', { tables: { idempotency: 'ops_keys', outbox: 'ops_events', inbox: 'ops_seen' } }],
+  ];
+  if (kind === 'postgres' || kind === 'mssql') {
+    cases.push(['a custom schema and table names', { schema: 'ops_schema', tables: { idempotency: 'k', outbox: 'o', inbox: 'i' } }]);
+  }
+
+  it.each(cases)('run up, down, up again with %s', async (_label, naming) => {
+    const migrations = getIdempotencyMigrations(naming);
+    expect(migrations.length).toBeGreaterThanOrEqual(3);
+    const ds = new DataSource({
+      ...(databaseOptionsFromUrl(db.url) as any),
+      migrations,
+      migrationsTableName: `migrations_${Object.keys(naming).length}_${naming.schema ?? 'none'}`,
+      logging: false,
+    });
+    await ds.initialize();
+    try {
+      if (naming.schema) await ds.query(kind === 'mssql' ? `CREATE SCHEMA ${naming.schema}` : `CREATE SCHEMA "${naming.schema}"`);
+      const tables = tablesOf(kind, naming);
+
+      const up = await ds.runMigrations({ transaction: 'each' });
+      expect(up.map((m) => m.name)).toEqual(migrations.map((m) => new m().name));
+      for (const t of tables) expect(await exists(ds, t)).toBe(true);
+
+      for (let i = 0; i < migrations.length; i++) await ds.undoLastMigration({ transaction: 'each' });
+      for (const t of tables) expect(await exists(ds, t)).toBe(false);
+      expect(await ds.showMigrations()).toBe(true);
+
+      const again = await ds.runMigrations({ transaction: 'each' });
+      expect(again).toHaveLength(migrations.length);
+      for (const t of tables) expect(await exists(ds, t)).toBe(true);
+      expect(await ds.showMigrations()).toBe(false);
+    } finally {
+      await ds.destroy();
+    }
+  });
+});

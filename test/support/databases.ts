@@ -1,0 +1,127 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DataSource } from 'typeorm';
+import { databaseOptionsFromUrl } from '../../sample-app/config/database.config';
+
+/** A database the suites run against. */
+export interface TestDatabaseKind {
+  name: 'sqlite' | 'postgres' | 'mariadb' | 'mssql';
+}
+
+export const PG_ADMIN_URL = process.env.PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+export const MARIADB_ADMIN_URL = process.env.MARIADB_URL ?? 'mysql://root@127.0.0.1:3306/test';
+export const MSSQL_URL = process.env.MSSQL_URL;
+
+const isCI = () => process.env.CI === 'true' || process.env.CI === '1';
+
+async function reachable(url: string): Promise<boolean> {
+  const ds = new DataSource({ ...(databaseOptionsFromUrl(url) as any), connectTimeoutMS: 3000, connectTimeout: 3000 });
+  try {
+    await ds.initialize();
+    await ds.query('SELECT 1');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    if (ds.isInitialized) await ds.destroy();
+  }
+}
+
+/**
+ * The databases of this run: SQLite always; PostgreSQL and MariaDB when reachable, and
+ * always in CI (CI=true), where an unreachable one fails the run instead of being skipped;
+ * SQL Server whenever MSSQL_URL is set. Call at module level: `describe.each(await …)` is not
+ * possible in Jest, so suites use `forEachDatabase()`.
+ */
+export function databaseKinds(): TestDatabaseKind['name'][] {
+  const kinds: TestDatabaseKind['name'][] = ['sqlite'];
+  const only = process.env.TEST_DATABASES?.split(',').map((s) => s.trim());
+  const want = (k: TestDatabaseKind['name']) => !only || only.includes(k);
+  if (want('postgres') && process.env.SKIP_POSTGRES !== '1') kinds.push('postgres');
+  if (want('mariadb') && process.env.SKIP_MARIADB !== '1') kinds.push('mariadb');
+  if (want('mssql') && MSSQL_URL) kinds.push('mssql');
+  return kinds.filter(want);
+}
+
+/** A fresh, empty database of the given kind, and how to drop it. */
+export interface TestDatabase {
+  kind: TestDatabaseKind['name'];
+  url: string;
+  drop(): Promise<void>;
+}
+
+const unique = (prefix: string) => `${prefix}_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
+
+export async function createTestDatabase(kind: TestDatabaseKind['name']): Promise<TestDatabase> {
+  switch (kind) {
+    case 'sqlite': {
+      const dir = mkdtempSync(join(tmpdir(), 'eo-sqlite-'));
+      return { kind, url: `sqlite:${join(dir, 'test.sqlite')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+    }
+    case 'postgres':
+      return createServerDatabase(kind, PG_ADMIN_URL, (name) => `CREATE DATABASE ${name}`, (name) => `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    case 'mariadb':
+      return createServerDatabase(
+        kind,
+        MARIADB_ADMIN_URL,
+        (name) => `CREATE DATABASE ${name} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`,
+        (name) => `DROP DATABASE IF EXISTS ${name}`,
+      );
+    case 'mssql':
+      if (!MSSQL_URL) throw new Error('MSSQL_URL is not set');
+      return createServerDatabase(
+        kind,
+        MSSQL_URL,
+        (name) => `CREATE DATABASE ${name}`,
+        (name) => `IF DB_ID('${name}') IS NOT NULL BEGIN ALTER DATABASE ${name} SET SINGLE_USER WITH ROLLBACK IMMEDIATE; DROP DATABASE ${name}; END`,
+      );
+  }
+}
+
+async function createServerDatabase(
+  kind: TestDatabaseKind['name'],
+  adminUrl: string,
+  create: (name: string) => string,
+  drop: (name: string) => string,
+): Promise<TestDatabase> {
+  const name = unique('eo');
+  const admin = new DataSource({ ...(databaseOptionsFromUrl(adminUrl) as any), connectTimeoutMS: 5000, connectTimeout: 5000 });
+  try {
+    await admin.initialize();
+  } catch (e) {
+    const hint = isCI() ? ' (CI=true: every database of the suite must be reachable)' : ' (set SKIP_' + kind.toUpperCase() + '=1 to leave it out locally)';
+    throw new Error(`${kind} at ${adminUrl} is unreachable${hint}: ${(e as Error).message}`);
+  }
+  await admin.query(create(name));
+  await admin.destroy();
+  const u = new URL(adminUrl);
+  u.pathname = `/${name}`;
+  return {
+    kind,
+    url: u.toString(),
+    drop: async () => {
+      const a = new DataSource(databaseOptionsFromUrl(adminUrl));
+      await a.initialize();
+      try {
+        await a.query(drop(name));
+      } catch {
+        // Babelfish or a server that still holds connections: leave it, names are unique.
+      } finally {
+        await a.destroy();
+      }
+    },
+  };
+}
+
+/** Opens a plain DataSource on a test database (for direct assertions on tables). */
+export async function openDataSource(url: string): Promise<DataSource> {
+  const ds = new DataSource({ ...(databaseOptionsFromUrl(url) as any) });
+  await ds.initialize();
+  return ds;
+}
+
+/** Placeholder syntax of each database for raw assertions. */
+export const placeholder = (kind: TestDatabaseKind['name'], i: number) =>
+  kind === 'postgres' ? `$${i + 1}` : kind === 'mssql' ? `@${i}` : '?';

@@ -1,0 +1,60 @@
+import { connect } from 'node:net';
+
+/** A response read off the wire. */
+export interface RawResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+/**
+ * Sends one HTTP/1.1 request as raw bytes over a TCP socket (loopback), so tests can send what a
+ * well-behaved client library refuses to: invalid header bytes, repeated headers, invalid UTF-8.
+ */
+export function rawRequest(baseUrl: string, head: Buffer | string, body: Buffer = Buffer.alloc(0)): Promise<RawResponse> {
+  const u = new URL(baseUrl);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(u.port), u.hostname);
+    const chunks: Buffer[] = [];
+    socket.setTimeout(30_000, () => socket.destroy(new Error('raw request timed out')));
+    socket.on('data', (d) => chunks.push(d));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const all = Buffer.concat(chunks);
+      const sep = all.indexOf('\r\n\r\n');
+      if (sep < 0) return reject(new Error(`no HTTP response (${all.length} bytes)`));
+      const lines = all.subarray(0, sep).toString('latin1').split('\r\n');
+      const status = Number(lines[0].split(' ')[1]);
+      const headers: Record<string, string> = {};
+      for (const line of lines.slice(1)) {
+        const i = line.indexOf(':');
+        headers[line.slice(0, i).trim().toLowerCase()] = line.slice(i + 1).trim();
+      }
+      let rest: Buffer = all.subarray(sep + 4);
+      if (headers['transfer-encoding'] === 'chunked') rest = dechunk(rest);
+      resolve({ status, headers, body: rest });
+    });
+    socket.write(Buffer.concat([Buffer.isBuffer(head) ? head : Buffer.from(head, 'latin1'), body]));
+  });
+}
+
+/** Builds a request head; header values are written byte for byte (latin1). */
+export function requestHead(method: string, path: string, headers: Array<[string, string | Buffer]>, bodyLength: number): Buffer {
+  const parts: Buffer[] = [Buffer.from(`${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n`, 'latin1')];
+  for (const [k, v] of headers) parts.push(Buffer.from(`${k}: `, 'latin1'), Buffer.isBuffer(v) ? v : Buffer.from(v, 'latin1'), Buffer.from('\r\n'));
+  parts.push(Buffer.from(`Content-Length: ${bodyLength}\r\n\r\n`, 'latin1'));
+  return Buffer.concat(parts);
+}
+
+function dechunk(b: Buffer): Buffer {
+  const out: Buffer[] = [];
+  let i = 0;
+  while (i < b.length) {
+    const eol = b.indexOf('\r\n', i);
+    const size = parseInt(b.subarray(i, eol).toString(), 16);
+    if (!size) break;
+    out.push(b.subarray(eol + 2, eol + 2 + size));
+    i = eol + 2 + size + 2;
+  }
+  return Buffer.concat(out);
+}

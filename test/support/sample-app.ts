@@ -1,0 +1,93 @@
+import type { INestApplication } from '@nestjs/common';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { createSampleApp } from '../../sample-app/main';
+
+export type Platform = 'express' | 'fastify';
+
+/** Boots the sample app in this process on a test database. */
+export async function startSampleApp(dbUrl: string, platform: Platform, env: Record<string, string> = {}): Promise<INestApplication> {
+  const saved: Record<string, string | undefined> = {};
+  for (const [k, v] of Object.entries(env)) {
+    saved[k] = process.env[k];
+    process.env[k] = v;
+  }
+  try {
+    const app = await createSampleApp({ dbUrl, platform, logger: false });
+    await app.init();
+    if (platform === 'fastify') await (app.getHttpAdapter().getInstance() as any).ready();
+    await app.listen(0, '127.0.0.1');
+    return app;
+  } finally {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
+}
+
+/** Base URL of an app listening in this process. */
+export async function baseUrl(app: INestApplication): Promise<string> {
+  const url = await app.getUrl();
+  return url.replace('[::1]', '127.0.0.1').replace('localhost', '127.0.0.1');
+}
+
+/** A free TCP port on loopback. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as any).port;
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+}
+
+/** The sample app as a real OS process (the built dist/sample-app/main.js). */
+export interface AppProcess {
+  url: string;
+  child: ChildProcess;
+  output(): string;
+  kill(signal?: NodeJS.Signals): Promise<void>;
+}
+
+export async function spawnSampleApp(env: Record<string, string>): Promise<AppProcess> {
+  const port = await freePort();
+  const main = join(__dirname, '..', '..', 'dist', 'sample-app', 'main.js');
+  const child = spawn(process.execPath, [main], {
+    env: { ...process.env, LOG_LEVEL: 'warn', ...env, PORT: String(port), HOST: '127.0.0.1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`sample app exited with ${child.exitCode}:\n${out}`);
+    try {
+      const r = await fetch(`${url}/health`);
+      if (r.status === 200) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`sample app did not become healthy in 30 s:\n${out}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    url,
+    child,
+    output: () => out,
+    kill: (signal: NodeJS.Signals = 'SIGTERM') =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill(signal);
+      }),
+  };
+}
