@@ -235,19 +235,31 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
     opts: Required<InboxOptions>,
   ): Promise<InboxResult<T>> {
     let count;
-    try {
-      count = await this.db.inNewTransaction(() =>
-        this.sql.recordFailure(
-          this.db.exec(),
-          consumer,
-          messageId,
-          describe(error),
-          opts.maxAttempts,
-        ),
-      );
-    } catch (recordError) {
-      this.logger?.error(FAILURE_NOT_RECORDED(consumer, messageId), (recordError as Error)?.stack);
-      throw error;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        count = await this.db.inNewTransaction(() =>
+          this.sql.recordFailure(
+            this.db.exec(),
+            consumer,
+            messageId,
+            describe(error),
+            opts.maxAttempts,
+          ),
+        );
+        break;
+      } catch (recordError) {
+        // A deadlock victim or a serialization failure: the count is run again, else a lost
+        // count would let a failing message be retried past maxAttempts.
+        if (attempt < CLAIM_TRIES && this.sql.isRetryable(recordError)) {
+          await sleep(5 * attempt + Math.random() * 20);
+          continue;
+        }
+        this.logger?.error(
+          FAILURE_NOT_RECORDED(consumer, messageId),
+          (recordError as Error)?.stack,
+        );
+        throw error;
+      }
     }
     if (count.status === 'processed') {
       // Another delivery of the same message committed meanwhile: nothing is left to do.

@@ -150,6 +150,36 @@ describe.each(databaseKinds())('InboxService on %s', (kind) => {
     expect(await count('ledger', id)).toBe(1);
   });
 
+  it('counts every failure when many different messages fail at once (no count lost to a deadlock)', async () => {
+    // Ids that sort next to each other, so the failure records fall into one index gap: on InnoDB
+    // an UPDATE-before-INSERT count deadlocked here and the loser's attempt went uncounted.
+    const prefix = `burst-${randomUUID().slice(0, 8)}`;
+    const ids = Array.from({ length: 8 }, (_, i) => `${prefix}-${i}`);
+    const outcomes = await Promise.allSettled(
+      ids.map((id) =>
+        inbox.process('burst', id, async () => {
+          await effects.record('burst', id);
+          await sleep(20);
+          throw new Error(`burst ${id} failed`);
+        }),
+      ),
+    );
+    for (const o of outcomes) {
+      expect(o.status).toBe('rejected');
+      expect(((o as PromiseRejectedResult).reason as Error).message).toMatch(/^burst .* failed$/);
+    }
+    for (const id of ids) {
+      expect(await inbox.find('burst', id)).toMatchObject({ status: 'retrying', attempts: 1 });
+      expect(await count('burst', id)).toBe(0);
+    }
+    // The redeliveries all succeed, each as the second attempt.
+    const again = await Promise.all(
+      ids.map((id) => inbox.process('burst', id, write('burst', id))),
+    );
+    for (const r of again) expect(r).toMatchObject({ status: 'processed', attempts: 2 });
+    for (const id of ids) expect(await count('burst', id)).toBe(1);
+  });
+
   it('keys the record by consumer: two consumers of one message each process it once', async () => {
     const id = randomUUID();
     for (let i = 0; i < 3; i++) {

@@ -52,16 +52,17 @@ export function mysqlInboxSql(t: QuotedTables): InboxSql {
     },
     async recordFailure(exec, consumer, messageId, error, maxAttempts) {
       const bumpParams = [maxAttempts, maxAttempts, error, consumer, messageId];
-      // Bump a retrying record; else insert the first failure; else (inserted meanwhile) bump it.
-      if ((await exec(bump, bumpParams)).affected === 0) {
-        const last = 1 >= maxAttempts;
-        const inserted = await exec(
-          `INSERT IGNORE INTO ${T} (consumer, message_id, status, attempts, received_at, processed_at, last_error)
-           VALUES (?, ?, ?, 1, UTC_TIMESTAMP(3), ${last ? 'UTC_TIMESTAMP(3)' : 'NULL'}, ?)`,
-          [consumer, messageId, last ? 'failed' : 'retrying', error],
-        );
-        if (inserted.affected === 0) await exec(bump, bumpParams);
-      }
+      // Insert the first failure; else (a record exists) bump it while it is retrying. Insert
+      // first: an UPDATE of a missing key takes a gap lock under REPEATABLE READ, and two such
+      // transactions inserting into the same gap deadlock each other (concurrent first failures
+      // of different messages do exactly that). Insert-intention locks do not conflict.
+      const last = 1 >= maxAttempts;
+      const inserted = await exec(
+        `INSERT IGNORE INTO ${T} (consumer, message_id, status, attempts, received_at, processed_at, last_error)
+         VALUES (?, ?, ?, 1, UTC_TIMESTAMP(3), ${last ? 'UTC_TIMESTAMP(3)' : 'NULL'}, ?)`,
+        [consumer, messageId, last ? 'failed' : 'retrying', error],
+      );
+      if (inserted.affected === 0) await exec(bump, bumpParams);
       const { rows } = await exec(`${settle} LOCK IN SHARE MODE`, [consumer, messageId]);
       return { status: rows[0]?.status ?? 'retrying', attempts: Number(rows[0]?.attempts ?? 0) };
     },
