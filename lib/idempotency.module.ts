@@ -1,7 +1,10 @@
 import { DynamicModule, Global, Module, Provider } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { IDEMPOTENCY_OPTIONS, IDEMPOTENCY_RAW_OPTIONS } from './idempotency.constants';
-import type { IdempotencyModuleAsyncOptions, IdempotencyOptionsFactory } from './idempotency-module.interfaces';
+import type {
+  IdempotencyModuleAsyncOptions,
+  IdempotencyOptionsFactory,
+} from './idempotency-module.interfaces';
 import type { IdempotencyModuleOptions } from './idempotency.options';
 import { resolveOptions } from './idempotency.options';
 import { IdempotencyContext } from './http/idempotency-context';
@@ -88,7 +91,11 @@ export class IdempotencyModule {
     return {
       module: IdempotencyModule,
       imports: [DiscoveryModule],
-      providers: [{ provide: IDEMPOTENCY_RAW_OPTIONS, useValue: options }, optionsProvider, ...FEATURE_PROVIDERS],
+      providers: [
+        { provide: IDEMPOTENCY_RAW_OPTIONS, useValue: options },
+        optionsProvider,
+        ...FEATURE_PROVIDERS,
+      ],
       exports: EXPORTS,
     };
   }
@@ -97,17 +104,31 @@ export class IdempotencyModule {
     return {
       module: IdempotencyModule,
       imports: [DiscoveryModule, ...(options.imports ?? [])],
-      providers: [...this.asyncProviders(options), ...(options.extraProviders ?? []), optionsProvider, ...FEATURE_PROVIDERS],
+      providers: [
+        ...this.asyncProviders(options),
+        ...(options.extraProviders ?? []),
+        optionsProvider,
+        ...FEATURE_PROVIDERS,
+      ],
       exports: EXPORTS,
     };
   }
 
   private static asyncProviders(options: IdempotencyModuleAsyncOptions): Provider[] {
     if (options.useFactory) {
-      return [{ provide: IDEMPOTENCY_RAW_OPTIONS, useFactory: options.useFactory, inject: options.inject ?? [] }];
+      return [
+        {
+          provide: IDEMPOTENCY_RAW_OPTIONS,
+          useFactory: options.useFactory,
+          inject: options.inject ?? [],
+        },
+      ];
     }
     const factoryClass = options.useClass ?? options.useExisting;
-    if (!factoryClass) throw new Error('IdempotencyModule.forRootAsync() needs useFactory, useClass or useExisting.');
+    if (!factoryClass)
+      throw new Error(
+        'IdempotencyModule.forRootAsync() needs useFactory, useClass or useExisting.',
+      );
     const providers: Provider[] = [
       {
         provide: IDEMPOTENCY_RAW_OPTIONS,

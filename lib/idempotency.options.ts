@@ -161,26 +161,25 @@ export interface IdempotencyModuleOptions extends IdempotencyEndpointOptions {
 }
 
 /** Options with every default applied. */
-export interface ResolvedIdempotencyOptions
-  extends Required<
-    Omit<
-      IdempotencyModuleOptions,
-      | 'dataSource'
-      | 'transactionConnectionName'
-      | 'schema'
-      | 'encryptionKey'
-      | 'tenantResolver'
-      | 'principalResolver'
-      | 'logger'
-      | 'tables'
-      | 'outbox'
-      | 'inbox'
-      | 'cleanup'
-      | 'health'
-      | 'inProgress'
-      | 'fingerprint'
-    >
-  > {
+export interface ResolvedIdempotencyOptions extends Required<
+  Omit<
+    IdempotencyModuleOptions,
+    | 'dataSource'
+    | 'transactionConnectionName'
+    | 'schema'
+    | 'encryptionKey'
+    | 'tenantResolver'
+    | 'principalResolver'
+    | 'logger'
+    | 'tables'
+    | 'outbox'
+    | 'inbox'
+    | 'cleanup'
+    | 'health'
+    | 'inProgress'
+    | 'fingerprint'
+  >
+> {
   dataSource?: string;
   transactionConnectionName?: string;
   schema?: string;
@@ -245,7 +244,11 @@ export const DEFAULT_OPTIONS: ResolvedIdempotencyOptions = {
   retryAfterSeconds: 1,
   fingerprint: { headers: [], excludeBodyPaths: [] },
   lockTimeoutMs: 100,
-  tables: { idempotency: 'idempotency_records', outbox: 'outbox_messages', inbox: 'inbox_messages' },
+  tables: {
+    idempotency: 'idempotency_records',
+    outbox: 'outbox_messages',
+    inbox: 'inbox_messages',
+  },
   outbox: {
     relayEnabled: true,
     pollIntervalMs: 1000,
@@ -286,7 +289,9 @@ function parseEncryptionKey(key: Buffer | string | undefined): Buffer | undefine
       ? Buffer.from(key, 'hex')
       : Buffer.from(key, 'base64');
   if (buf.length !== 32) {
-    throw new Error('IdempotencyModule: encryptionKey must be 32 bytes (a Buffer, 64 hex digits or base64).');
+    throw new Error(
+      'IdempotencyModule: encryptionKey must be 32 bytes (a Buffer, 64 hex digits or base64).',
+    );
   }
   return buf;
 }
@@ -320,7 +325,9 @@ export function resolveEndpointOptions(
   const merged: ResolvedEndpointOptions = {
     ...base,
     ...o,
-    storedHeaders: o.storedHeaders ? o.storedHeaders.map((h) => h.toLowerCase()) : base.storedHeaders,
+    storedHeaders: o.storedHeaders
+      ? o.storedHeaders.map((h) => h.toLowerCase())
+      : base.storedHeaders,
     inProgress: { ...base.inProgress, ...stripUndefined(o.inProgress ?? {}) },
     fingerprint: { ...base.fingerprint, ...stripUndefined(o.fingerprint ?? {}) },
   };
@@ -331,14 +338,20 @@ export function resolveEndpointOptions(
 /** Checks of the HTTP gate's own settings (in-progress policy, oversized answers, statuses). */
 function validateGateOptions(o: ResolvedIdempotencyOptions, fail: (msg: string) => void): void {
   const p = o.inProgress;
-  if (p.policy !== 'reject' && p.policy !== 'wait') fail(`inProgress.policy must be 'reject' or 'wait', got ${String(p.policy)}`);
+  if (p.policy !== 'reject' && p.policy !== 'wait')
+    fail(`inProgress.policy must be 'reject' or 'wait', got ${String(p.policy)}`);
   if (!(p.maxWaitMs >= 0)) fail('inProgress.maxWaitMs must be >= 0');
-  if (!(p.pollIntervalMs > 0)) fail('inProgress.pollIntervalMs must be a positive number of milliseconds');
+  if (!(p.pollIntervalMs > 0))
+    fail('inProgress.pollIntervalMs must be a positive number of milliseconds');
   if (o.oversizedResponse !== 'reject' && o.oversizedResponse !== 'store-status-only') {
-    fail(`oversizedResponse must be 'reject' or 'store-status-only', got ${String(o.oversizedResponse)}`);
+    fail(
+      `oversizedResponse must be 'reject' or 'store-status-only', got ${String(o.oversizedResponse)}`,
+    );
   }
-  if (typeof o.storeStatus !== 'function') fail('storeStatus must be a function (status) => boolean');
-  if (!(Number.isInteger(o.retryAfterSeconds) && o.retryAfterSeconds >= 0)) fail('retryAfterSeconds must be a whole number >= 0');
+  if (typeof o.storeStatus !== 'function')
+    fail('storeStatus must be a function (status) => boolean');
+  if (!(Number.isInteger(o.retryAfterSeconds) && o.retryAfterSeconds >= 0))
+    fail('retryAfterSeconds must be a whole number >= 0');
   if (!Array.isArray(o.storedHeaders)) fail('storedHeaders must be an array of header names');
   if (!Array.isArray(o.fingerprint.headers) || !Array.isArray(o.fingerprint.excludeBodyPaths)) {
     fail('fingerprint.headers and fingerprint.excludeBodyPaths must be arrays');
@@ -349,51 +362,78 @@ function validateOptions(o: ResolvedIdempotencyOptions): void {
   const fail = (msg: string) => {
     throw new Error(`IdempotencyModule: ${msg}`);
   };
-  if (o.mode !== 'transactional' && o.mode !== 'leased') fail(`mode must be 'transactional' or 'leased', got ${String(o.mode)}`);
+  if (o.mode !== 'transactional' && o.mode !== 'leased')
+    fail(`mode must be 'transactional' or 'leased', got ${String(o.mode)}`);
   if (!(o.ttl > 0)) fail('ttl must be a positive number of milliseconds');
   if (!(o.leaseMs > 0)) fail('leaseMs must be a positive number of milliseconds');
-  if (!(o.maxKeyLength >= 1 && o.maxKeyLength <= 255)) fail('maxKeyLength must be between 1 and 255');
+  if (!(o.maxKeyLength >= 1 && o.maxKeyLength <= 255))
+    fail('maxKeyLength must be between 1 and 255');
   if (!(o.maxResponseBytes > 0)) fail('maxResponseBytes must be positive');
-  if (o.mismatchStatus !== 422 && o.mismatchStatus !== 409) fail('mismatchStatus must be 422 or 409');
-  if (!/^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/.test(o.headerName)) fail(`headerName "${o.headerName}" is not a valid header name`);
+  if (o.mismatchStatus !== 422 && o.mismatchStatus !== 409)
+    fail('mismatchStatus must be 422 or 409');
+  if (!/^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/.test(o.headerName))
+    fail(`headerName "${o.headerName}" is not a valid header name`);
   if (!(o.lockTimeoutMs >= 0)) fail('lockTimeoutMs must be >= 0');
   validateGateOptions(o, fail);
-  for (const [k, v] of Object.entries(o.tables)) if (!IDENTIFIER.test(v)) fail(`table name for ${k} is not a plain identifier: ${v}`);
-  if (o.schema !== undefined && !IDENTIFIER.test(o.schema)) fail(`schema is not a plain identifier: ${o.schema}`);
-  if (o.cleanup.batchSize < 1 || o.cleanup.batchSize > 4000) fail('cleanup.batchSize must be between 1 and 4000');
+  for (const [k, v] of Object.entries(o.tables))
+    if (!IDENTIFIER.test(v)) fail(`table name for ${k} is not a plain identifier: ${v}`);
+  if (o.schema !== undefined && !IDENTIFIER.test(o.schema))
+    fail(`schema is not a plain identifier: ${o.schema}`);
+  if (o.cleanup.batchSize < 1 || o.cleanup.batchSize > 4000)
+    fail('cleanup.batchSize must be between 1 and 4000');
   validateOutboxOptions(o.outbox, fail);
-  if (!(o.cleanup.intervalMs > 0)) fail('cleanup.intervalMs must be a positive number of milliseconds');
-  if (!(o.cleanup.timeBudgetMs > 0)) fail('cleanup.timeBudgetMs must be a positive number of milliseconds');
-  if (!(o.cleanup.dutyCycle > 0 && o.cleanup.dutyCycle <= 1)) fail('cleanup.dutyCycle must be greater than 0 and at most 1');
+  if (!(o.cleanup.intervalMs > 0))
+    fail('cleanup.intervalMs must be a positive number of milliseconds');
+  if (!(o.cleanup.timeBudgetMs > 0))
+    fail('cleanup.timeBudgetMs must be a positive number of milliseconds');
+  if (!(o.cleanup.dutyCycle > 0 && o.cleanup.dutyCycle <= 1))
+    fail('cleanup.dutyCycle must be greater than 0 and at most 1');
   if (!(o.cleanup.outboxRetentionMs >= 0)) fail('cleanup.outboxRetentionMs must be >= 0');
   if (!(o.cleanup.inboxRetentionMs >= 0)) fail('cleanup.inboxRetentionMs must be >= 0');
-  if (!(o.health.relayHeartbeatTimeoutMs > 0)) fail('health.relayHeartbeatTimeoutMs must be a positive number of milliseconds');
-  if (!(o.health.maxPendingAgeMs > 0)) fail('health.maxPendingAgeMs must be a positive number of milliseconds');
+  if (!(o.health.relayHeartbeatTimeoutMs > 0))
+    fail('health.relayHeartbeatTimeoutMs must be a positive number of milliseconds');
+  if (!(o.health.maxPendingAgeMs > 0))
+    fail('health.maxPendingAgeMs must be a positive number of milliseconds');
   if (!(o.health.maxDeadLetters >= 0)) fail('health.maxDeadLetters must be >= 0');
 }
 
 function stripUndefined<T extends object>(o: T): Partial<T> {
   const out: Partial<T> = {};
-  for (const [k, v] of Object.entries(o)) if (v !== undefined) (out as Record<string, unknown>)[k] = v;
+  for (const [k, v] of Object.entries(o))
+    if (v !== undefined) (out as Record<string, unknown>)[k] = v;
   return out;
 }
 
 /** Outbox defaults; an unset publishTimeoutMs follows a short leaseMs (half of it) so that it stays below the lease. */
 function resolveOutboxOptions(raw: OutboxOptions = {}): ResolvedIdempotencyOptions['outbox'] {
   const o = { ...DEFAULT_OPTIONS.outbox, ...stripUndefined(raw) };
-  if (raw.publishTimeoutMs === undefined) o.publishTimeoutMs = Math.min(DEFAULT_OPTIONS.outbox.publishTimeoutMs, Math.floor(o.leaseMs / 2));
+  if (raw.publishTimeoutMs === undefined)
+    o.publishTimeoutMs = Math.min(
+      DEFAULT_OPTIONS.outbox.publishTimeoutMs,
+      Math.floor(o.leaseMs / 2),
+    );
   return o;
 }
 
-function validateOutboxOptions(o: ResolvedIdempotencyOptions['outbox'], fail: (msg: string) => void): void {
-  if (!(o.pollIntervalMs > 0)) fail('outbox.pollIntervalMs must be a positive number of milliseconds');
-  if (!(Number.isInteger(o.batchSize) && o.batchSize >= 1 && o.batchSize <= 1000)) fail('outbox.batchSize must be an integer between 1 and 1000');
+function validateOutboxOptions(
+  o: ResolvedIdempotencyOptions['outbox'],
+  fail: (msg: string) => void,
+): void {
+  if (!(o.pollIntervalMs > 0))
+    fail('outbox.pollIntervalMs must be a positive number of milliseconds');
+  if (!(Number.isInteger(o.batchSize) && o.batchSize >= 1 && o.batchSize <= 1000))
+    fail('outbox.batchSize must be an integer between 1 and 1000');
   if (!(o.leaseMs > 0)) fail('outbox.leaseMs must be a positive number of milliseconds');
-  if (!(o.publishTimeoutMs > 0)) fail('outbox.publishTimeoutMs must be a positive number of milliseconds');
+  if (!(o.publishTimeoutMs > 0))
+    fail('outbox.publishTimeoutMs must be a positive number of milliseconds');
   if (!(o.publishTimeoutMs < o.leaseMs)) {
-    fail(`outbox.publishTimeoutMs (${o.publishTimeoutMs}) must be below outbox.leaseMs (${o.leaseMs}): a batch must be settled before its lease lapses`);
+    fail(
+      `outbox.publishTimeoutMs (${o.publishTimeoutMs}) must be below outbox.leaseMs (${o.leaseMs}): a batch must be settled before its lease lapses`,
+    );
   }
-  if (!(Number.isInteger(o.maxAttempts) && o.maxAttempts >= 1)) fail('outbox.maxAttempts must be an integer >= 1');
+  if (!(Number.isInteger(o.maxAttempts) && o.maxAttempts >= 1))
+    fail('outbox.maxAttempts must be an integer >= 1');
   if (!(o.backoffBaseMs >= 0)) fail('outbox.backoffBaseMs must be >= 0');
-  if (!(o.backoffMaxMs >= o.backoffBaseMs)) fail('outbox.backoffMaxMs must be >= outbox.backoffBaseMs');
+  if (!(o.backoffMaxMs >= o.backoffBaseMs))
+    fail('outbox.backoffMaxMs must be >= outbox.backoffBaseMs');
 }

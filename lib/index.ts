@@ -1,6 +1,9 @@
 // Public API of nestjs-exactly-once.
 export { IdempotencyModule } from './idempotency.module';
-export type { IdempotencyModuleAsyncOptions, IdempotencyOptionsFactory } from './idempotency-module.interfaces';
+export type {
+  IdempotencyModuleAsyncOptions,
+  IdempotencyOptionsFactory,
+} from './idempotency-module.interfaces';
 export * from './idempotency.options';
 export { REPLAYED_HEADER } from './idempotency.constants';
 
@@ -25,10 +28,18 @@ export type { OutboxRelayStatus, OutboxBatchResult } from './outbox/outbox-relay
 export { OutboxPublisher } from './outbox/outbox-publisher.interface';
 export type { OutboxEvent, OutboxMessage } from './outbox/outbox-message.interface';
 export { OUTBOX_HEADERS } from './outbox/outbox.constants';
-export { OutboxTransactionRequiredError, InvalidOutboxEventError, OutboxPublishTimeoutError } from './outbox/outbox.errors';
+export {
+  OutboxTransactionRequiredError,
+  InvalidOutboxEventError,
+  OutboxPublishTimeoutError,
+} from './outbox/outbox.errors';
 export { outboxBackoffMs } from './outbox/outbox-backoff';
 export { ClientProxyPublisher } from './outbox/publishers/client-proxy.publisher';
-export type { ClientProxyPublisherOptions, ClientProxyTransport, OutboxEnvelope } from './outbox/publishers/client-proxy.publisher';
+export type {
+  ClientProxyPublisherOptions,
+  ClientProxyTransport,
+  OutboxEnvelope,
+} from './outbox/publishers/client-proxy.publisher';
 export { ServiceBusPublisher } from './outbox/publishers/service-bus.publisher';
 export type {
   ServiceBusPublisherOptions,
@@ -44,7 +55,11 @@ export { InboxService } from './inbox/inbox.service';
 export { IdempotentConsumer } from './inbox/idempotent-consumer.decorator';
 export { InboxInterceptor } from './inbox/inbox.interceptor';
 export { InboxMessageIdMissingError, InboxMessageFailedError } from './inbox/inbox.errors';
-export { defaultMessageId, transportMessageId, payloadMessageId } from './inbox/message-id.extractor';
+export {
+  defaultMessageId,
+  transportMessageId,
+  payloadMessageId,
+} from './inbox/message-id.extractor';
 export { MESSAGE_ID_HEADER } from './inbox/inbox.constants';
 export type {
   InboxResult,
@@ -72,9 +87,18 @@ export type { OutboxBacklogSnapshot } from './maintenance/metrics.service';
 export { CleanupService } from './maintenance/cleanup.service';
 export type { CleanupReport, CleanupRunOptions, CleanupTable } from './maintenance/cleanup.service';
 export { IdempotencyHealthIndicator } from './maintenance/health.indicator';
-export type { OutboxHealthDetails, OutboxHealthResult, RelayLiveness } from './maintenance/health.indicator';
+export type {
+  OutboxHealthDetails,
+  OutboxHealthResult,
+  RelayLiveness,
+} from './maintenance/health.indicator';
 export { IdempotencyAdminService, OUTBOX_STATUSES, scopeOf } from './maintenance/admin.service';
-export type { IdempotencyKeyView, IdempotencyScopeRef, PurgeResult, RequeueResult } from './maintenance/admin.service';
+export type {
+  IdempotencyKeyView,
+  IdempotencyScopeRef,
+  PurgeResult,
+  RequeueResult,
+} from './maintenance/admin.service';
 export { IdempotencyAdminModule } from './maintenance/admin.module';
 export { createAdminController, ADMIN_PROBLEM_TYPES } from './maintenance/admin.controller';
 export type { AdminControllerOptions } from './maintenance/admin.controller';

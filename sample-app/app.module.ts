@@ -35,8 +35,18 @@ export class AppModule {
       imports: [
         TypeOrmModule.forRoot({
           ...db,
-          entities: [Payment, LedgerEntry, customerEntity(db.type), ...getIdempotencyEntities({ type: db.type })],
-          migrations: [...getIdempotencyMigrations(), CreatePayments1763700001000, CreateCustomers1763700007000, CreateLedgerEntries1763700009000],
+          entities: [
+            Payment,
+            LedgerEntry,
+            customerEntity(db.type),
+            ...getIdempotencyEntities({ type: db.type }),
+          ],
+          migrations: [
+            ...getIdempotencyMigrations(),
+            CreatePayments1763700001000,
+            CreateCustomers1763700007000,
+            CreateLedgerEntries1763700009000,
+          ],
           migrationsRun: true,
           synchronize: false,
           // The gate's expected failures (a duplicate's lock timeout, a duplicate key) are answers,
@@ -80,7 +90,9 @@ export class AppModule {
             tenantResolver: (req) => header(req, 'x-tenant-id') || 'public',
             principalResolver: (req) => {
               const auth = header(req, 'authorization');
-              return auth ? createHash('sha256').update(auth).digest('hex').slice(0, 32) : undefined;
+              return auth
+                ? createHash('sha256').update(auth).digest('hex').slice(0, 32)
+                : undefined;
             },
           }),
         }),

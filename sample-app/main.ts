@@ -10,15 +10,21 @@ import { setupDocs } from './ops/docs';
 import { installTelemetry } from './ops/telemetry';
 
 /** Builds the sample app on Express (default) or Fastify (HTTP_PLATFORM=fastify). */
-export async function createSampleApp(options: { dbUrl?: string; platform?: 'express' | 'fastify'; logger?: LogLevel[] | false } = {}) {
-  const platform = options.platform ?? (process.env.HTTP_PLATFORM === 'fastify' ? 'fastify' : 'express');
+export async function createSampleApp(
+  options: { dbUrl?: string; platform?: 'express' | 'fastify'; logger?: LogLevel[] | false } = {},
+) {
+  const platform =
+    options.platform ?? (process.env.HTTP_PLATFORM === 'fastify' ? 'fastify' : 'express');
   const logger = options.logger ?? logLevels();
   // The OpenTelemetry SDK goes first: the library makes its instruments when the app is created.
   installTelemetry();
   const module = AppModule.register({ dbUrl: options.dbUrl });
   const app =
     platform === 'fastify'
-      ? await NestFactory.create(module, new FastifyAdapter({ bodyLimit: 1024 * 1024 }), { rawBody: true, logger })
+      ? await NestFactory.create(module, new FastifyAdapter({ bodyLimit: 1024 * 1024 }), {
+          rawBody: true,
+          logger,
+        })
       : await NestFactory.create(module, { rawBody: true, logger, bodyParser: true });
   app.useGlobalPipes(new ValidationPipe({ whitelist: true, transform: true }));
   app.useGlobalFilters(new ProblemDetailsFilter());
@@ -40,13 +46,14 @@ async function main() {
   const app = await createSampleApp();
   const port = Number(process.env.PORT ?? 3000);
   await app.listen(port, process.env.HOST ?? '127.0.0.1');
-  new Logger('SampleApp').log(`listening on http://127.0.0.1:${port} (DB_URL=${process.env.DB_URL ?? 'sqlite default'})`);
+  new Logger('SampleApp').log(
+    `listening on http://127.0.0.1:${port} (DB_URL=${process.env.DB_URL ?? 'sqlite default'})`,
+  );
   new Logger('SampleApp').log(`events: ${describeBroker(brokerConfigFromEnv())}`);
 }
 
 if (require.main === module) {
   main().catch((e) => {
-     
     console.error(e);
     process.exit(1);
   });

@@ -44,7 +44,11 @@ export class CleanupBenchController {
     void (async () => {
       try {
         for (;;) {
-          const r = await this.cleanup.runOnce({ batchSize: body.batchSize, timeBudgetMs: body.timeBudgetMs, dutyCycle: body.dutyCycle });
+          const r = await this.cleanup.runOnce({
+            batchSize: body.batchSize,
+            timeBudgetMs: body.timeBudgetMs,
+            dutyCycle: body.dutyCycle,
+          });
           run.runs++;
           run.deleted += r.deleted.idempotency + r.deleted.outbox + r.deleted.inbox;
           if (Object.keys(r.errors).length) throw new Error(JSON.stringify(r.errors));
@@ -66,7 +70,13 @@ export class CleanupBenchController {
     const done = !this.run?.running;
     return {
       ...this.run,
-      statements: { count: t.count, deleted: t.deleted, maxMs: t.maxMs, totalMs: t.totalMs, durations: done ? t.durations : [] },
+      statements: {
+        count: t.count,
+        deleted: t.deleted,
+        maxMs: t.maxMs,
+        totalMs: t.totalMs,
+        durations: done ? t.durations : [],
+      },
       execution: {
         count: cleanupStatementTimes.length,
         maxMs: cleanupStatementTimes.reduce((a, b) => Math.max(a, b), 0),

@@ -3,7 +3,12 @@ import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { ClsPluginTransactional } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { ClsModule } from 'nestjs-cls';
-import { getIdempotencyEntities, getIdempotencyMigrations, IdempotencyModule, MetricsService } from '../../lib';
+import {
+  getIdempotencyEntities,
+  getIdempotencyMigrations,
+  IdempotencyModule,
+  MetricsService,
+} from '../../lib';
 import { IDEMPOTENCY_OPTIONS } from '../../lib/idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../../lib/idempotency.options';
 import { DatabaseService } from '../../lib/persistence/database.service';
@@ -38,17 +43,28 @@ export class CleanupBenchModule {
         ClsModule.forRoot({
           global: true,
           middleware: { mount: true },
-          plugins: [new ClsPluginTransactional({ adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: getDataSourceToken() }) })],
+          plugins: [
+            new ClsPluginTransactional({
+              adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: getDataSourceToken() }),
+            }),
+          ],
         }),
-        IdempotencyModule.forRoot({ cleanup: { enabled: false }, outbox: { relayEnabled: false }, logger: false }),
+        IdempotencyModule.forRoot({
+          cleanup: { enabled: false },
+          outbox: { relayEnabled: false },
+          logger: false,
+        }),
       ],
       controllers: [CleanupBenchController],
       providers: [
         PaymentsService,
         {
           provide: TimedCleanupService,
-          useFactory: (dbs: DatabaseService, metrics: MetricsService, options: ResolvedIdempotencyOptions) =>
-            new TimedCleanupService(dbs, metrics, options),
+          useFactory: (
+            dbs: DatabaseService,
+            metrics: MetricsService,
+            options: ResolvedIdempotencyOptions,
+          ) => new TimedCleanupService(dbs, metrics, options),
           inject: [DatabaseService, MetricsService, IDEMPOTENCY_OPTIONS],
         },
       ],

@@ -8,7 +8,11 @@ import { CleanupBenchModule } from './cleanup-bench.module';
 async function main() {
   const dbUrl = process.env.DB_URL;
   if (!dbUrl) throw new Error('DB_URL is required');
-  const app = await NestFactory.create(CleanupBenchModule.register(dbUrl), { rawBody: true, logger: ['error', 'warn'], bodyParser: true });
+  const app = await NestFactory.create(CleanupBenchModule.register(dbUrl), {
+    rawBody: true,
+    logger: ['error', 'warn'],
+    bodyParser: true,
+  });
   app.useGlobalPipes(new ValidationPipe({ whitelist: true, transform: true }));
   app.useGlobalFilters(new ProblemDetailsFilter());
   await app.listen(Number(process.env.PORT ?? 3000), process.env.HOST ?? '127.0.0.1');

@@ -37,13 +37,16 @@ interface Params {
 function parseParams(ctx: BenchContext): Params {
   const get = (name: string) => {
     const hit = ctx.args.find((a) => a.startsWith(`--${name}=`));
-    return hit ? hit.slice(name.length + 3) : process.env[`BENCH_${name.toUpperCase().replace(/-/g, '_')}`];
+    return hit
+      ? hit.slice(name.length + 3)
+      : process.env[`BENCH_${name.toUpperCase().replace(/-/g, '_')}`];
   };
   const num = (name: string, dflt: number) => {
     const v = get(name);
     if (v === undefined) return dflt;
     const n = Number(v);
-    if (!Number.isFinite(n) || n <= 0) throw new Error(`--${name} must be a positive number, got "${v}"`);
+    if (!Number.isFinite(n) || n <= 0)
+      throw new Error(`--${name} must be a positive number, got "${v}"`);
     return n;
   };
   const p: Params = {
@@ -55,13 +58,18 @@ function parseParams(ctx: BenchContext): Params {
     baselineSlices: Math.round(num('baseline-slices', ctx.quick ? 1 : 3)),
     warmupSec: num('warmup', ctx.quick ? 1 : 3),
   };
-  if (p.batchSize > 4000) throw new Error('--batch must be at most 4000 (the library caps cleanup.batchSize there)');
+  if (p.batchSize > 4000)
+    throw new Error('--batch must be at most 4000 (the library caps cleanup.batchSize there)');
   if (p.dutyCycle > 1) throw new Error('--duty must be in (0, 1]');
   return p;
 }
 
 const postJson = async (url: string, body: object) => {
-  const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const r = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   if (!r.ok) throw new Error(`${url} answered ${r.status}: ${await r.text()}`);
   return r.json() as Promise<any>;
 };
@@ -70,13 +78,17 @@ const getJson = async (url: string) => (await fetch(url)).json() as Promise<any>
 const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
 
 const suite: BenchSuite = {
-  description: 'Retention cleanup: delete 1,000,000 expired idempotency records on PostgreSQL under a guarded-POST load',
+  description:
+    'Retention cleanup: delete 1,000,000 expired idempotency records on PostgreSQL under a guarded-POST load',
   maxDurationMs: SUITE_LIMIT_MS,
 
   async run(ctx) {
     const p = parseParams(ctx);
     if (!(await isReachable('postgres'))) {
-      return { tables: [], notes: ['PostgreSQL is not reachable on loopback: suite skipped.'] } satisfies BenchReport;
+      return {
+        tables: [],
+        notes: ['PostgreSQL is not reachable on loopback: suite skipped.'],
+      } satisfies BenchReport;
     }
     const db = await createScratchDatabase('postgres');
     const admin = await openAdmin('postgres');
@@ -87,7 +99,11 @@ const suite: BenchSuite = {
       await db.drop().catch((e) => ctx.log(`could not drop ${db.name}: ${(e as Error).message}`));
     });
 
-    const server = await spawnServer({ script: join(__dirname, 'cleanup-server.js'), env: { DB_URL: db.url }, readyPath: '/bench/health' });
+    const server = await spawnServer({
+      script: join(__dirname, 'cleanup-server.js'),
+      env: { DB_URL: db.url },
+      readyPath: '/bench/health',
+    });
     servers.push(server);
     const url = server.url;
     const version = String((await admin.query('SHOW server_version'))[0].server_version);
@@ -140,8 +156,14 @@ const suite: BenchSuite = {
       before.push(await slice(p.sliceSec));
     }
 
-    ctx.log(`cleanup of ${p.rows} rows starts (batch ${p.batchSize}, duty cycle ${p.dutyCycle}), load continues`);
-    await postJson(`${url}/bench/cleanup/start`, { batchSize: p.batchSize, timeBudgetMs: 5000, dutyCycle: p.dutyCycle });
+    ctx.log(
+      `cleanup of ${p.rows} rows starts (batch ${p.batchSize}, duty cycle ${p.dutyCycle}), load continues`,
+    );
+    await postJson(`${url}/bench/cleanup/start`, {
+      batchSize: p.batchSize,
+      timeBudgetMs: 5000,
+      dutyCycle: p.dutyCycle,
+    });
     const during: LoadSample[] = [];
     let spilled = 0;
     for (;;) {
@@ -150,12 +172,15 @@ const suite: BenchSuite = {
       if (st.running) during.push(s);
       else {
         // The slice that saw cleanup end counts only if cleanup covered most of it.
-        const overlap = (st.finishedAt - (Date.now() - s.durationSec * 1000)) / (s.durationSec * 1000);
+        const overlap =
+          (st.finishedAt - (Date.now() - s.durationSec * 1000)) / (s.durationSec * 1000);
         if (overlap >= 0.75) during.push(s);
         else spilled++;
         break;
       }
-      ctx.log(`during cleanup: ${st.statements.deleted} rows deleted so far, longest statement ${round(st.execution.maxMs)} ms (${round(st.statements.maxMs)} ms with pool checkout)`);
+      ctx.log(
+        `during cleanup: ${st.statements.deleted} rows deleted so far, longest statement ${round(st.execution.maxMs)} ms (${round(st.statements.maxMs)} ms with pool checkout)`,
+      );
     }
     let status = await getJson(`${url}/bench/cleanup/status`);
     while (status.running) {
@@ -170,7 +195,10 @@ const suite: BenchSuite = {
       after.push(await slice(p.sliceSec));
     }
 
-    const remaining = Number((await ds.query(`SELECT COUNT(*) AS n FROM idempotency_records WHERE expires_at <= now()`))[0].n);
+    const remaining = Number(
+      (await ds.query(`SELECT COUNT(*) AS n FROM idempotency_records WHERE expires_at <= now()`))[0]
+        .n,
+    );
     const kept = Number((await ds.query(`SELECT COUNT(*) AS n FROM idempotency_records`))[0].n);
 
     const without = mergeSamples([...before, ...after]);
@@ -185,7 +213,10 @@ const suite: BenchSuite = {
       .sort((a, b) => b.ms - a.ms)
       .slice(0, 5);
     const sideFile = join(ctx.outDir, `statement-times-${Date.now()}.json`);
-    writeFileSync(sideFile, JSON.stringify({ executionMs: executions, withPoolCheckoutMs: durations }));
+    writeFileSync(
+      sideFile,
+      JSON.stringify({ executionMs: executions, withPoolCheckoutMs: durations }),
+    );
     const cleanupSec = (status.finishedAt - status.startedAt) / 1000;
     const rowsPerSec = status.statements.deleted / cleanupSec;
 
@@ -199,7 +230,9 @@ const suite: BenchSuite = {
       {
         name: 'guarded-POST throughput during cleanup / without',
         target: `>= ${TARGET_RATIO}`,
-        actual: Number.isFinite(ratio) ? ratio.toFixed(2) : 'n/a (cleanup ended within the first slice)',
+        actual: Number.isFinite(ratio)
+          ? ratio.toFixed(2)
+          : 'n/a (cleanup ended within the first slice)',
         ok: Number.isFinite(ratio) && ratio >= TARGET_RATIO,
       },
       {
@@ -215,7 +248,16 @@ const suite: BenchSuite = {
       tables: [
         {
           title: `Cleanup of ${p.rows.toLocaleString('en-US')} expired idempotency records (PostgreSQL ${version}, batch ${p.batchSize}, duty cycle ${p.dutyCycle})`,
-          columns: ['rows deleted', 'seconds', 'rows/s', 'statements', 'statement', 'p50 ms', 'p99 ms', 'longest ms'],
+          columns: [
+            'rows deleted',
+            'seconds',
+            'rows/s',
+            'statements',
+            'statement',
+            'p50 ms',
+            'p99 ms',
+            'longest ms',
+          ],
           rows: [
             [
               status.statements.deleted,
@@ -227,14 +269,31 @@ const suite: BenchSuite = {
               round(percentile(executions, 0.99), 1),
               round(longest, 1),
             ],
-            ['', '', '', '', 'with pool checkout', round(percentile(durations, 0.5), 1), round(percentile(durations, 0.99), 1), round(status.statements.maxMs, 1)],
+            [
+              '',
+              '',
+              '',
+              '',
+              'with pool checkout',
+              round(percentile(durations, 0.5), 1),
+              round(percentile(durations, 0.99), 1),
+              round(status.statements.maxMs, 1),
+            ],
           ],
         },
         {
           title: `Guarded POST /bench/payments (fresh keys, ${p.connections} connections) with and without cleanup`,
           columns: ['phase', 'seconds', 'requests/s', 'p50 ms', 'p99 ms', 'non-2xx', 'ratio'],
           rows: [
-            ['without cleanup (before + after)', round(without.durationSec, 1), round(rps(without), 0), round(percentile(without.latencies, 0.5), 1), round(percentile(without.latencies, 0.99), 1), without.failed + without.errors, '1.00'],
+            [
+              'without cleanup (before + after)',
+              round(without.durationSec, 1),
+              round(rps(without), 0),
+              round(percentile(without.latencies, 0.5), 1),
+              round(percentile(without.latencies, 0.99), 1),
+              without.failed + without.errors,
+              '1.00',
+            ],
             [
               'during cleanup',
               round(withCleanup.durationSec, 1),
@@ -267,7 +326,12 @@ const suite: BenchSuite = {
           slowestStatements: slowest,
           statementTimesFile: sideFile,
           statementMs: {
-            execution: { p50: percentile(executions, 0.5), p99: percentile(executions, 0.99), max: longest, count: executions.length },
+            execution: {
+              p50: percentile(executions, 0.5),
+              p99: percentile(executions, 0.99),
+              max: longest,
+              count: executions.length,
+            },
             withPoolCheckout: {
               p50: percentile(durations, 0.5),
               p99: percentile(durations, 0.99),
@@ -277,8 +341,20 @@ const suite: BenchSuite = {
           },
         },
         load: {
-          without: { rps: rps(without), seconds: without.durationSec, p50: percentile(without.latencies, 0.5), p99: percentile(without.latencies, 0.99), statuses: without.statuses },
-          during: { rps: rps(withCleanup), seconds: withCleanup.durationSec, p50: percentile(withCleanup.latencies, 0.5), p99: percentile(withCleanup.latencies, 0.99), statuses: withCleanup.statuses },
+          without: {
+            rps: rps(without),
+            seconds: without.durationSec,
+            p50: percentile(without.latencies, 0.5),
+            p99: percentile(without.latencies, 0.99),
+            statuses: without.statuses,
+          },
+          during: {
+            rps: rps(withCleanup),
+            seconds: withCleanup.durationSec,
+            p50: percentile(withCleanup.latencies, 0.5),
+            p99: percentile(withCleanup.latencies, 0.99),
+            statuses: withCleanup.statuses,
+          },
           ratio,
         },
       },

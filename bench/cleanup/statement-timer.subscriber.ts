@@ -10,7 +10,11 @@ export const cleanupStatementTimes: number[] = [];
 @EventSubscriber()
 export class CleanupStatementTimer implements EntitySubscriberInterface {
   afterQuery(event: AfterQueryEvent): void {
-    if (event.success && event.executionTime !== undefined && /DELETE FROM "idempotency_records"\s+WHERE ctid/.test(event.query)) {
+    if (
+      event.success &&
+      event.executionTime !== undefined &&
+      /DELETE FROM "idempotency_records"\s+WHERE ctid/.test(event.query)
+    ) {
       cleanupStatementTimes.push(event.executionTime);
     }
   }

@@ -20,7 +20,12 @@ export class TimedCleanupService extends CleanupService {
     this.timings = { count: 0, deleted: 0, maxMs: 0, totalMs: 0, durations: [] };
   }
 
-  protected override async deleteBatch(table: CleanupTable, exec: SqlExecutor, limit: number, from?: unknown): Promise<CleanupBatch> {
+  protected override async deleteBatch(
+    table: CleanupTable,
+    exec: SqlExecutor,
+    limit: number,
+    from?: unknown,
+  ): Promise<CleanupBatch> {
     const t0 = process.hrtime.bigint();
     const batch = await super.deleteBatch(table, exec, limit, from);
     const n = batch.deleted;

@@ -1,7 +1,11 @@
-import { Body, Controller, Get, Post, Res } from '@nestjs/common';
+import { Body, ConflictException, Controller, Get, Headers, Post, Res } from '@nestjs/common';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { randomUUID } from 'node:crypto';
 import { Idempotent } from '../../lib';
+import { encodeSnapshot } from '../../lib/http/response-snapshot';
+import { DatabaseService } from '../../lib/persistence/database.service';
+import { IdempotencyStore } from '../../lib/persistence/idempotency.store';
 import { CreatePaymentDto } from '../../sample-app/payments/create-payment.dto';
 import type { Payment } from '../../sample-app/payments/payment.entity';
 import { BenchPaymentsService } from './bench-payments.service';
@@ -12,13 +16,19 @@ import { StatementCounter } from './statement-counter';
  * the same JSON answer and Location header); only the wrapping differs:
  * - `unguarded`: the fair baseline, a POST that opens a transaction and inserts the payment;
  * - `transactional` / `leased`: the same body under `@Idempotent()` in each mode (the gate
- *   opens the transaction).
+ *   opens the transaction);
+ * - `floor`: a control, not a product path: the unguarded route plus the ledger's two
+ *   statements (the gate's reserve and complete, same SQL, same executor) issued directly in
+ *   its transaction, with no interceptor. It measures what two more statements cost on this
+ *   machine, so that (b) can be split into the database's share and the gate's own.
  */
 @Controller('bench/payments')
 export class BenchPaymentsController {
   constructor(
     private readonly payments: BenchPaymentsService,
     private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly db: DatabaseService,
+    private readonly store: IdempotencyStore,
   ) {}
 
   @Post('unguarded')
@@ -36,6 +46,46 @@ export class BenchPaymentsController {
   @Idempotent({ mode: 'leased' })
   leased(@Body() dto: CreatePaymentDto, @Res({ passthrough: true }) res: any) {
     return this.create(dto, res);
+  }
+
+  @Post('floor')
+  floor(
+    @Body() dto: CreatePaymentDto,
+    @Res({ passthrough: true }) res: any,
+    @Headers('idempotency-key') key: string | undefined,
+  ) {
+    return this.txHost.withTransaction(async () => {
+      const exec = this.db.exec();
+      const leaseToken = randomUUID();
+      const reserved = await this.store.reserve(exec, {
+        scope: 'bench|floor',
+        key: key ?? randomUUID(),
+        requestHash: FLOOR_HASH,
+        leaseToken,
+        leaseMs: 60_000,
+        ttlMs: DAY_MS,
+        lockTimeoutMs: 1000,
+      });
+      if (reserved.outcome !== 'inserted') throw new ConflictException('floor: key already used');
+      const body = await this.create(dto, res);
+      const encoded = encodeSnapshot({
+        status: 201,
+        headers: [
+          ['content-type', 'application/json; charset=utf-8'],
+          ['location', `/payments/${body.id}`],
+        ],
+        body: Buffer.from(JSON.stringify(body)),
+      });
+      await this.store.complete(exec, {
+        id: reserved.id,
+        leaseToken,
+        status: 201,
+        headers: encoded.headers,
+        body: encoded.body,
+        ttlMs: DAY_MS,
+      });
+      return body;
+    });
   }
 
   private async create(dto: CreatePaymentDto, res: any) {
@@ -57,6 +107,9 @@ export class BenchStatsController {
     return this.counter.take();
   }
 }
+
+const DAY_MS = 86_400_000;
+const FLOOR_HASH = Buffer.alloc(32, 7);
 
 function toJson(p: Payment) {
   return {

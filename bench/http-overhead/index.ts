@@ -31,7 +31,7 @@ import { canMeasureCpu, cpuTimeMs, machineCpuMs, spawnServer } from '../support/
 interface Scenario {
   id: string;
   label: string;
-  group: 'a' | 'b' | 'c';
+  group: 'a' | 'f' | 'b' | 'c';
   mode?: 'transactional' | 'leased';
   path: string;
   keys: 'fresh' | 'replay';
@@ -43,6 +43,13 @@ const SCENARIOS: Scenario[] = [
     label: '(a) unguarded POST (tx + insert)',
     group: 'a',
     path: '/bench/payments/unguarded',
+    keys: 'fresh',
+  },
+  {
+    id: 'floor',
+    label: '(f) floor: (a) + reserve + complete SQL',
+    group: 'f',
+    path: '/bench/payments/floor',
     keys: 'fresh',
   },
   {
@@ -211,6 +218,27 @@ const suite: BenchSuite = {
           ok: ratio >= t.min,
           informative,
         });
+      }
+      // The control (f): what the database charges for the gate's two statements on this machine,
+      // and what is left for the interceptor itself.
+      const floor = ratioOf(r, 'floor');
+      const first = ratioOf(r, 'first-transactional');
+      if (floor !== undefined) {
+        checks.push({
+          name: `${dbName(r)}: f/a, the ledger's 2 statements without the gate (floor of b/a)`,
+          target: 'information',
+          actual: floor.toFixed(2),
+          ok: true,
+          informative: true,
+        });
+        if (first !== undefined)
+          checks.push({
+            name: `${dbName(r)}: b/f transactional, the gate's own cost over that floor`,
+            target: 'information',
+            actual: (first / floor).toFixed(2),
+            ok: true,
+            informative: true,
+          });
       }
     }
     notes.push(

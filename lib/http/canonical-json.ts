@@ -14,7 +14,12 @@ export function canonicalJson(value: unknown, exclude: ReadonlySet<string> = EMP
 
 const EMPTY: ReadonlySet<string> = new Set();
 
-function write(value: unknown, depth: number, path: string | undefined, exclude: ReadonlySet<string>): string {
+function write(
+  value: unknown,
+  depth: number,
+  path: string | undefined,
+  exclude: ReadonlySet<string>,
+): string {
   if (depth > MAX_JSON_DEPTH) throw bodyTooDeep(MAX_JSON_DEPTH);
   if (value === null || value === undefined) return 'null';
   switch (typeof value) {
@@ -31,7 +36,12 @@ function write(value: unknown, depth: number, path: string | undefined, exclude:
         let out = '[';
         for (let i = 0; i < value.length; i++) {
           if (i) out += ',';
-          out += write(value[i], depth + 1, path === undefined ? undefined : join(path, String(i)), exclude);
+          out += write(
+            value[i],
+            depth + 1,
+            path === undefined ? undefined : join(path, String(i)),
+            exclude,
+          );
         }
         return out + ']';
       }

@@ -2,18 +2,21 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 
 /** Express and Fastify differences, in one place. */
 
-export const isFastifyReply = (res: any): boolean => !!res && typeof res.code === 'function' && 'raw' in res;
+export const isFastifyReply = (res: any): boolean =>
+  !!res && typeof res.code === 'function' && 'raw' in res;
 
 export const rawResponse = (res: any): ServerResponse => (isFastifyReply(res) ? res.raw : res);
 
-export const rawRequest = (req: any): IncomingMessage => (req?.raw && req.raw.headers ? req.raw : req);
+export const rawRequest = (req: any): IncomingMessage =>
+  req?.raw && req.raw.headers ? req.raw : req;
 
 /** All values of a request header (duplicates kept), from the raw header list. */
 export function headerValues(req: any, name: string): string[] {
   const raw = rawRequest(req).rawHeaders ?? [];
   const lower = name.toLowerCase();
   const out: string[] = [];
-  for (let i = 0; i + 1 < raw.length; i += 2) if (raw[i].toLowerCase() === lower) out.push(raw[i + 1]);
+  for (let i = 0; i + 1 < raw.length; i += 2)
+    if (raw[i].toLowerCase() === lower) out.push(raw[i + 1]);
   return out;
 }
 
@@ -39,7 +42,12 @@ export function queryString(req: any): string {
 }
 
 /** Writes a complete answer directly (replays and problems), on either platform. */
-export function sendRaw(res: any, status: number, headers: Array<[string, string]>, body: Buffer | string): void {
+export function sendRaw(
+  res: any,
+  status: number,
+  headers: Array<[string, string]>,
+  body: Buffer | string,
+): void {
   if (isFastifyReply(res)) {
     res.code(status);
     for (const [k, v] of headers) res.header(k, v);

@@ -17,7 +17,9 @@ export const IDEMPOTENCY_INFO = Symbol.for('nestjs-exactly-once:idempotency-info
 
 /** A stable key for a downstream system (payment provider), derived from scope, key and purpose. */
 export function deriveKey(info: IdempotencyInfo, purpose = 'default'): string {
-  return createHash('sha256').update(`${info.scope}\u0000${info.key}\u0000${purpose}`).digest('hex');
+  return createHash('sha256')
+    .update(`${info.scope}\u0000${info.key}\u0000${purpose}`)
+    .digest('hex');
 }
 
 /** A short hash of scope and key, the only form in which keys appear in logs. */
@@ -35,7 +37,9 @@ export class IdempotencyContext {
   /** The current guarded request's info, or undefined outside one. */
   get current(): IdempotencyInfo | undefined {
     const cls = ClsServiceManager.getClsService();
-    return cls.isActive() ? (cls.get(IDEMPOTENCY_INFO as any) as IdempotencyInfo | undefined) : undefined;
+    return cls.isActive()
+      ? (cls.get(IDEMPOTENCY_INFO as any) as IdempotencyInfo | undefined)
+      : undefined;
   }
 
   get key(): string | undefined {
@@ -45,13 +49,18 @@ export class IdempotencyContext {
   /** A stable key for a downstream call; throws outside a guarded request. */
   derivedKey(purpose = 'default'): string {
     const info = this.current;
-    if (!info) throw new Error('IdempotencyContext.derivedKey() was called outside an @Idempotent() request.');
+    if (!info)
+      throw new Error(
+        'IdempotencyContext.derivedKey() was called outside an @Idempotent() request.',
+      );
     return deriveKey(info, purpose);
   }
 }
 
 /** Parameter decorator: the current request's IdempotencyInfo (undefined when the key was optional and absent). */
-export const IdempotencyKey = createParamDecorator((_data: unknown, ctx: ExecutionContext): IdempotencyInfo | undefined => {
-  const req = ctx.switchToHttp().getRequest();
-  return req?.[IDEMPOTENCY_INFO];
-});
+export const IdempotencyKey = createParamDecorator(
+  (_data: unknown, ctx: ExecutionContext): IdempotencyInfo | undefined => {
+    const req = ctx.switchToHttp().getRequest();
+    return req?.[IDEMPOTENCY_INFO];
+  },
+);

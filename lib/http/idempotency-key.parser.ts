@@ -15,7 +15,8 @@ export function parseIdempotencyKey(value: string, maxLength: number): string {
   }
   if (key.length === 0) throw invalidKey('the key is empty');
   if (key.length > maxLength) throw invalidKey(`the key is longer than ${maxLength} characters`);
-  if (!VISIBLE_ASCII.test(key)) throw invalidKey('the key must contain only visible ASCII characters (0x21-0x7E)');
+  if (!VISIBLE_ASCII.test(key))
+    throw invalidKey('the key must contain only visible ASCII characters (0x21-0x7E)');
   return key;
 }
 

@@ -57,6 +57,7 @@ import {
 } from './http-platform';
 import { requestFingerprint } from './request-fingerprint';
 import { buildScope } from './request-scope';
+import { ReplayLookupPolicy } from './replay-lookup.policy';
 import { CapturedResponse, ResponseCapture } from './response-capture';
 import {
   decodeSnapshot,
@@ -114,6 +115,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
    * in-flight registry cannot read the record: its Retry-After comes from here.
    */
   private readonly localLeases = new Map<string, number>();
+  /** Transactional mode: when a replay-heavy endpoint reads the key first (see the policy). */
+  private readonly replayLookup = new ReplayLookupPolicy();
 
   constructor(
     private readonly reflector: Reflector,
@@ -230,6 +233,13 @@ export class IdempotencyInterceptor implements NestInterceptor {
     next: CallHandler,
     subscriber: Subscriber<unknown>,
   ): Promise<void> {
+    if (this.db.dialect.nonBlockingReads && this.replayLookup.lookUpFirst(g.opts)) {
+      const settled = await this.lookUpCompleted(g);
+      if (settled) {
+        this.replayLookup.observe(g.opts, settled.kind === 'replay');
+        return this.answer(settled, g, subscriber);
+      }
+    }
     let capture: ResponseCapture | undefined;
     let reservation: Reservation | undefined;
     try {
@@ -247,6 +257,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
         return this.afterFailure(e, g, capture, subscriber);
     }
     if (!reservation) return;
+    this.replayLookup.observe(g.opts, reservation.kind === 'replay');
     if (reservation.kind !== 'reserved') {
       const settled = await this.waitOrConflict(g, reservation);
       if (settled) return this.answer(settled, g, subscriber);
@@ -255,6 +266,28 @@ export class IdempotencyInterceptor implements NestInterceptor {
     // Test-only crash point: the business transaction has committed, no byte has left yet.
     faultPoint('gate.after-commit');
     capture?.release();
+  }
+
+  /**
+   * Transactional mode, replay-heavy endpoint: one read outside any transaction. A committed,
+   * live, completed record answers at once (its replay, or 422 for another payload); anything
+   * else (no record, an expired one, a failed read) goes on to the reservation, which decides.
+   */
+  private async lookUpCompleted(
+    g: GuardedRequest,
+  ): Promise<Exclude<Reservation, { kind: 'reserved' }> | undefined> {
+    let row: IdempotencyRow | undefined;
+    try {
+      const started = Date.now();
+      row = await this.db.withoutTransaction(() =>
+        this.store.find(this.db.exec(), g.info.scope, g.info.key),
+      );
+      this.metrics.idempotencyStoreLatency.record(Date.now() - started, { op: 'lookup' });
+    } catch {
+      return undefined;
+    }
+    if (!row || row.state !== 'completed' || row.expired) return undefined;
+    return this.settledAnswer(g, row, false);
   }
 
   /** Reservation committed first; handler and completion in a second transaction. */
@@ -351,6 +384,15 @@ export class IdempotencyInterceptor implements NestInterceptor {
       }
       return undefined; // someone else changed it: read again
     }
+    return this.settledAnswer(g, row, quiet);
+  }
+
+  /** What a live record that is not ours answers: 422 for another payload, 409 in progress, or its replay. */
+  private settledAnswer(
+    g: GuardedRequest,
+    row: IdempotencyRow,
+    quiet: boolean,
+  ): Exclude<Reservation, { kind: 'reserved' }> {
     if (!row.requestHash.equals(g.requestHash)) {
       this.metrics.idempotencyMismatchConflicts.add(1);
       this.log('warn', 'key-reused-with-other-request', g);

@@ -1,10 +1,13 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
-import { RESPONSE_PASSTHROUGH_METADATA, ROUTE_ARGS_METADATA, SSE_METADATA } from '@nestjs/common/constants';
+import {
+  RESPONSE_PASSTHROUGH_METADATA,
+  ROUTE_ARGS_METADATA,
+  SSE_METADATA,
+} from '@nestjs/common/constants';
 import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import { IDEMPOTENT_METADATA } from '../idempotency.constants';
 import { RESPONSE_PASSTHROUGH } from './idempotency.messages';
-
 
 /**
  * Fails bootstrap with a clear message when an `@Idempotent()` handler cannot have its answer
@@ -27,12 +30,17 @@ export class IdempotentRoutesExplorer implements OnModuleInit {
       const proto = Object.getPrototypeOf(instance);
       for (const name of this.scanner.getAllMethodNames(proto)) {
         const handler = proto[name];
-        const guarded = classGuarded || this.reflector.get(IDEMPOTENT_METADATA, handler) !== undefined;
+        const guarded =
+          classGuarded || this.reflector.get(IDEMPOTENT_METADATA, handler) !== undefined;
         if (!guarded) continue;
         const where = `${metatype.name}.${name}()`;
-        if (Reflect.getMetadata(SSE_METADATA, handler)) throw new Error(RESPONSE_PASSTHROUGH(where));
-        const args: Record<string, unknown> = Reflect.getMetadata(ROUTE_ARGS_METADATA, metatype, name) ?? {};
-        const usesRes = Object.keys(args).some((k) => k.split(':')[0] === String(RouteParamtypes.RESPONSE));
+        if (Reflect.getMetadata(SSE_METADATA, handler))
+          throw new Error(RESPONSE_PASSTHROUGH(where));
+        const args: Record<string, unknown> =
+          Reflect.getMetadata(ROUTE_ARGS_METADATA, metatype, name) ?? {};
+        const usesRes = Object.keys(args).some(
+          (k) => k.split(':')[0] === String(RouteParamtypes.RESPONSE),
+        );
         const passthrough = Reflect.getMetadata(RESPONSE_PASSTHROUGH_METADATA, metatype, name);
         if (usesRes && !passthrough) throw new Error(RESPONSE_PASSTHROUGH(where));
       }

@@ -12,7 +12,9 @@ import { TrackHandlerBody } from './handler-body.tracker';
  * stored answer, concurrent duplicates get 409, reuse with another payload gets 422.
  * Options override the module's for this endpoint.
  */
-export function Idempotent(options: IdempotencyEndpointOptions = {}): MethodDecorator & ClassDecorator {
+export function Idempotent(
+  options: IdempotencyEndpointOptions = {},
+): MethodDecorator & ClassDecorator {
   return applyDecorators(
     TrackHandlerBody(),
     SetMetadata(IDEMPOTENT_METADATA, options),

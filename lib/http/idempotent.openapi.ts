@@ -34,8 +34,17 @@ function problemDetailsModel(swagger: Swagger): new () => object {
   Object.defineProperty(model, 'name', { value: PROBLEM_SCHEMA_NAME });
   const prop = (name: string, options: Record<string, unknown>) =>
     swagger.ApiProperty(options as any)(model.prototype, name);
-  prop('type', { type: String, format: 'uri-reference', description: 'URI identifying the problem type', example: 'urn:nestjs-exactly-once:problem:idempotency-request-in-progress' });
-  prop('title', { type: String, description: 'Short, human-readable summary of the problem type', example: 'Request in progress' });
+  prop('type', {
+    type: String,
+    format: 'uri-reference',
+    description: 'URI identifying the problem type',
+    example: 'urn:nestjs-exactly-once:problem:idempotency-request-in-progress',
+  });
+  prop('title', {
+    type: String,
+    description: 'Short, human-readable summary of the problem type',
+    example: 'Request in progress',
+  });
   prop('status', { type: Number, description: 'HTTP status code of this answer', example: 409 });
   prop('detail', { type: String, description: 'Explanation specific to this occurrence' });
   problemModel = model;
@@ -74,7 +83,12 @@ export function applyOpenApi(options: IdempotencyEndpointOptions): AnyDecorator[
   ];
 }
 
-function documentResponses(swagger: Swagger, options: IdempotencyEndpointOptions, header: string, required: boolean): AnyDecorator {
+function documentResponses(
+  swagger: Swagger,
+  options: IdempotencyEndpointOptions,
+  header: string,
+  required: boolean,
+): AnyDecorator {
   return ((target: object, key?: string | symbol, descriptor?: PropertyDescriptor) => {
     const handlers = (): Fn[] => {
       if (descriptor?.value) return [descriptor.value];
@@ -83,7 +97,10 @@ function documentResponses(swagger: Swagger, options: IdempotencyEndpointOptions
       return Object.getOwnPropertyNames(proto)
         .filter((name) => name !== 'constructor')
         .map((name) => Object.getOwnPropertyDescriptor(proto, name)?.value)
-        .filter((fn): fn is Fn => typeof fn === 'function' && Reflect.getMetadata(METHOD_METADATA, fn) !== undefined);
+        .filter(
+          (fn): fn is Fn =>
+            typeof fn === 'function' && Reflect.getMetadata(METHOD_METADATA, fn) !== undefined,
+        );
     };
     // Let every other decorator of the class run first (they are applied synchronously).
     queueMicrotask(() => {
@@ -93,7 +110,13 @@ function documentResponses(swagger: Swagger, options: IdempotencyEndpointOptions
   }) as AnyDecorator;
 }
 
-function mergeResponses(handler: Fn, swagger: Swagger, options: IdempotencyEndpointOptions, header: string, required: boolean): void {
+function mergeResponses(
+  handler: Fn,
+  swagger: Swagger,
+  options: IdempotencyEndpointOptions,
+  header: string,
+  required: boolean,
+): void {
   const existing: Record<string, any> = { ...(Reflect.getMetadata(API_RESPONSE, handler) ?? {}) };
   const schema = { $ref: swagger.getSchemaPath(PROBLEM_SCHEMA_NAME) };
   const problem = { 'application/problem+json': { schema } };
@@ -104,30 +127,44 @@ function mergeResponses(handler: Fn, swagger: Swagger, options: IdempotencyEndpo
     else ours[k] = { description, content: problem, ...(headers ? { headers } : {}) };
   };
   add(HttpStatus.BAD_REQUEST, required ? `${header} missing or invalid` : `${header} invalid`);
-  add(HttpStatus.CONFLICT, 'A request with this key is still in progress; retry after Retry-After seconds with the same key', {
-    'Retry-After': { description: 'Seconds to wait before retrying with the same key', schema: { type: 'integer', minimum: 1 } },
-  });
-  add(options.mismatchStatus ?? HttpStatus.UNPROCESSABLE_ENTITY, 'The key was already used with a different request');
+  add(
+    HttpStatus.CONFLICT,
+    'A request with this key is still in progress; retry after Retry-After seconds with the same key',
+    {
+      'Retry-After': {
+        description: 'Seconds to wait before retrying with the same key',
+        schema: { type: 'integer', minimum: 1 },
+      },
+    },
+  );
+  add(
+    options.mismatchStatus ?? HttpStatus.UNPROCESSABLE_ENTITY,
+    'The key was already used with a different request',
+  );
   for (const [status, entry] of Object.entries(ours)) {
     if (existing[status] === undefined) existing[status] = entry;
   }
 
   const replayHeaders: Record<string, unknown> = {
     [REPLAYED_HEADER]: {
-      description: 'Present with the value "true" when this answer is a stored replay of the first execution for this key.',
+      description:
+        'Present with the value "true" when this answer is a stored replay of the first execution for this key.',
       schema: { type: 'string', enum: ['true'] },
     },
   };
   if (options.oversizedResponse === 'store-status-only') {
     replayHeaders[BODY_OMITTED_HEADER] = {
-      description: 'Present with the value "true" on a replay whose body was too large to store (the body is empty).',
+      description:
+        'Present with the value "true" on a replay whose body was too large to store (the body is empty).',
       schema: { type: 'string', enum: ['true'] },
     };
   }
   const successes = Object.keys(existing).filter((s) => /^2\d\d$/.test(s));
   if (successes.length === 0) {
     // Declaring any response stops swagger from deriving the default one: declare it here.
-    const status = String(Reflect.getMetadata(HTTP_CODE_METADATA, handler) ?? defaultStatus(handler));
+    const status = String(
+      Reflect.getMetadata(HTTP_CODE_METADATA, handler) ?? defaultStatus(handler),
+    );
     existing[status] = { description: '' };
     successes.push(status);
   }
@@ -139,5 +176,7 @@ function mergeResponses(handler: Fn, swagger: Swagger, options: IdempotencyEndpo
 }
 
 function defaultStatus(handler: Fn): number {
-  return Reflect.getMetadata(METHOD_METADATA, handler) === RequestMethod.POST ? HttpStatus.CREATED : HttpStatus.OK;
+  return Reflect.getMetadata(METHOD_METADATA, handler) === RequestMethod.POST
+    ? HttpStatus.CREATED
+    : HttpStatus.OK;
 }

@@ -16,22 +16,45 @@ export class ProblemDetailsFilter implements ExceptionFilter {
     if (host.getType() !== 'http') throw exception;
     const res = host.switchToHttp().getResponse();
     const { status, body, headers } = this.toProblem(exception);
-    sendRaw(res, status, [['Content-Type', 'application/problem+json'], ...headers], JSON.stringify(body));
+    sendRaw(
+      res,
+      status,
+      [['Content-Type', 'application/problem+json'], ...headers],
+      JSON.stringify(body),
+    );
   }
 
-  protected toProblem(exception: unknown): { status: number; body: object; headers: Array<[string, string]> } {
+  protected toProblem(exception: unknown): {
+    status: number;
+    body: object;
+    headers: Array<[string, string]>;
+  } {
     if (exception instanceof ProblemException) {
-      return { status: exception.problem.status, body: exception.problem, headers: Object.entries(exception.headers) };
+      return {
+        status: exception.problem.status,
+        body: exception.problem,
+        headers: Object.entries(exception.headers),
+      };
     }
     if (exception instanceof HttpException) {
       const status = exception.getStatus();
       const response = exception.getResponse();
       const message = typeof response === 'string' ? response : (response as any)?.message;
       const errors = Array.isArray(message) ? message : undefined;
-      const detail = errors ? errors.join('; ') : typeof message === 'string' ? message : exception.message;
+      const detail = errors
+        ? errors.join('; ')
+        : typeof message === 'string'
+          ? message
+          : exception.message;
       return {
         status,
-        body: { type: 'about:blank', title: STATUS_CODES[status] ?? 'Error', status, detail, ...(errors ? { errors } : {}) },
+        body: {
+          type: 'about:blank',
+          title: STATUS_CODES[status] ?? 'Error',
+          status,
+          detail,
+          ...(errors ? { errors } : {}),
+        },
         headers: [],
       };
     }
@@ -40,13 +63,23 @@ export class ProblemDetailsFilter implements ExceptionFilter {
       // Errors of body parsers and other middleware (http-errors style: 413 entity too large,
       // 400 malformed JSON, 415 unsupported charset) are the client's, not the server's.
       const status = clientError;
-      const detail = (exception as { message?: string }).message || STATUS_CODES[status] || 'Bad request';
-      return { status, body: { type: 'about:blank', title: STATUS_CODES[status] ?? 'Error', status, detail }, headers: [] };
+      const detail =
+        (exception as { message?: string }).message || STATUS_CODES[status] || 'Bad request';
+      return {
+        status,
+        body: { type: 'about:blank', title: STATUS_CODES[status] ?? 'Error', status, detail },
+        headers: [],
+      };
     }
     this.logger.error(exception instanceof Error ? exception.stack : String(exception));
     return {
       status: 500,
-      body: { type: 'about:blank', title: 'Internal Server Error', status: 500, detail: 'An unexpected error occurred.' },
+      body: {
+        type: 'about:blank',
+        title: 'Internal Server Error',
+        status: 500,
+        detail: 'An unexpected error occurred.',
+      },
       headers: [],
     };
   }
@@ -55,6 +88,13 @@ export class ProblemDetailsFilter implements ExceptionFilter {
 function clientErrorStatus(e: unknown): number | undefined {
   if (!e || typeof e !== 'object') return undefined;
   const o = e as { status?: unknown; statusCode?: unknown; expose?: unknown };
-  const status = typeof o.status === 'number' ? o.status : typeof o.statusCode === 'number' ? o.statusCode : undefined;
-  return status !== undefined && status >= 400 && status < 500 && o.expose !== false ? status : undefined;
+  const status =
+    typeof o.status === 'number'
+      ? o.status
+      : typeof o.statusCode === 'number'
+        ? o.statusCode
+        : undefined;
+  return status !== undefined && status >= 400 && status < 500 && o.expose !== false
+    ? status
+    : undefined;
 }

@@ -7,7 +7,14 @@ export const MAX_SCOPE_LENGTH = 400;
  * The scope a key lives in: tenant + principal + HTTP method + route template. Each part is
  * percent-encoded so that no choice of tenant or principal can imitate another's scope.
  */
-export function buildScope(tenant: string, principal: string, method: string, route: string): string {
+export function buildScope(
+  tenant: string,
+  principal: string,
+  method: string,
+  route: string,
+): string {
   const scope = `${encodeURIComponent(tenant)}|${encodeURIComponent(principal)}|${method.toUpperCase()} ${route}`;
-  return scope.length <= MAX_SCOPE_LENGTH ? scope : `sha256:${createHash('sha256').update(scope).digest('hex')}`;
+  return scope.length <= MAX_SCOPE_LENGTH
+    ? scope
+    : `sha256:${createHash('sha256').update(scope).digest('hex')}`;
 }

@@ -47,7 +47,8 @@ export class ResponseCapture {
     raw.end = function (chunk?: any, enc?: any, cb?: any) {
       if (typeof chunk === 'function') self.endCallback = chunk;
       else {
-        if (chunk !== undefined && chunk !== null) self.push(chunk, typeof enc === 'string' ? (enc as BufferEncoding) : undefined);
+        if (chunk !== undefined && chunk !== null)
+          self.push(chunk, typeof enc === 'string' ? (enc as BufferEncoding) : undefined);
         const callback = typeof enc === 'function' ? enc : cb;
         if (typeof callback === 'function') self.endCallback = callback;
       }
@@ -58,13 +59,22 @@ export class ResponseCapture {
 
   private push(chunk: any, enc?: BufferEncoding) {
     if (chunk === undefined || chunk === null) return;
-    this.chunks.push(Buffer.isBuffer(chunk) ? chunk : typeof chunk === 'string' ? Buffer.from(chunk, enc ?? 'utf8') : Buffer.from(chunk));
+    this.chunks.push(
+      Buffer.isBuffer(chunk)
+        ? chunk
+        : typeof chunk === 'string'
+          ? Buffer.from(chunk, enc ?? 'utf8')
+          : Buffer.from(chunk),
+    );
   }
 
   private settle() {
     if (this.settled) return;
     this.settled = true;
-    const headers: OutgoingHttpHeaders = { ...this.raw.getHeaders(), ...lowerKeys(this.head?.headers ?? {}) };
+    const headers: OutgoingHttpHeaders = {
+      ...this.raw.getHeaders(),
+      ...lowerKeys(this.head?.headers ?? {}),
+    };
     this.resolve({
       status: this.head?.status ?? this.raw.statusCode,
       headers,

@@ -18,7 +18,10 @@ export interface EncodedSnapshot {
 }
 
 /** Keeps only allow-listed headers, never Set-Cookie or auth headers. */
-export function storableHeaders(headers: OutgoingHttpHeaders, allow: readonly string[]): Array<[string, string]> {
+export function storableHeaders(
+  headers: OutgoingHttpHeaders,
+  allow: readonly string[],
+): Array<[string, string]> {
   const out: Array<[string, string]> = [];
   for (const name of allow) {
     if (NEVER_STORED_HEADERS.has(name)) continue;
@@ -40,7 +43,10 @@ const ENC_VERSION = 1;
 export function encodeSnapshot(s: ResponseSnapshot, key?: Buffer): EncodedSnapshot {
   const meta = { h: s.headers, ...(s.bodyOmitted ? { omitted: 1 } : {}) };
   if (!key) return { headers: JSON.stringify(meta), body: s.body };
-  const plain = Buffer.concat([lengthPrefixed(Buffer.from(JSON.stringify(meta))), s.body ?? Buffer.alloc(0)]);
+  const plain = Buffer.concat([
+    lengthPrefixed(Buffer.from(JSON.stringify(meta))),
+    s.body ?? Buffer.alloc(0),
+  ]);
   const iv = randomBytes(12);
   const cipher = createCipheriv('aes-256-gcm', key, iv);
   const sealed = Buffer.concat([cipher.update(plain), cipher.final()]);
@@ -50,17 +56,28 @@ export function encodeSnapshot(s: ResponseSnapshot, key?: Buffer): EncodedSnapsh
   };
 }
 
-export function decodeSnapshot(status: number, headersColumn: string | null, body: Buffer | null, key?: Buffer): ResponseSnapshot {
+export function decodeSnapshot(
+  status: number,
+  headersColumn: string | null,
+  body: Buffer | null,
+  key?: Buffer,
+): ResponseSnapshot {
   const meta = headersColumn ? JSON.parse(headersColumn) : { h: [] };
   if (meta.encrypted) {
     if (!key) throw new Error('A stored response is encrypted but no encryptionKey is configured.');
-    if (!body || body.length < 29 || body[0] !== ENC_VERSION) throw new Error('Encrypted stored response is malformed.');
+    if (!body || body.length < 29 || body[0] !== ENC_VERSION)
+      throw new Error('Encrypted stored response is malformed.');
     const decipher = createDecipheriv('aes-256-gcm', key, body.subarray(1, 13));
     decipher.setAuthTag(body.subarray(13, 29));
     const plain = Buffer.concat([decipher.update(body.subarray(29)), decipher.final()]);
     const len = plain.readUInt32BE(0);
     const inner = JSON.parse(plain.subarray(4, 4 + len).toString());
-    return { status, headers: inner.h ?? [], body: plain.subarray(4 + len), bodyOmitted: !!inner.omitted };
+    return {
+      status,
+      headers: inner.h ?? [],
+      body: plain.subarray(4 + len),
+      bodyOmitted: !!inner.omitted,
+    };
   }
   return { status, headers: meta.h ?? [], body, bodyOmitted: !!meta.omitted };
 }

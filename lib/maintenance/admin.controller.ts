@@ -16,7 +16,12 @@ import { ProblemException } from '../http/idempotency.errors';
 import { ProblemDetailsFilter } from '../http/problem-details.filter';
 import type { OutboxEntry } from '../outbox/outbox-admin.service';
 import type { OutboxStatus } from '../persistence/dialects';
-import { IdempotencyAdminService, IdempotencyKeyView, IdempotencyScopeRef, OUTBOX_STATUSES } from './admin.service';
+import {
+  IdempotencyAdminService,
+  IdempotencyKeyView,
+  IdempotencyScopeRef,
+  OUTBOX_STATUSES,
+} from './admin.service';
 import {
   ADMIN_BAD_ID,
   ADMIN_BAD_LIMIT,
@@ -36,21 +41,41 @@ export const ADMIN_PROBLEM_TYPES = {
 } as const;
 
 const badRequest = (detail: string) =>
-  new ProblemException({ type: ADMIN_PROBLEM_TYPES.badRequest, title: 'Invalid admin request', status: 400, detail });
-const notFound = (detail: string) => new ProblemException({ type: ADMIN_PROBLEM_TYPES.notFound, title: 'Not found', status: 404, detail });
+  new ProblemException({
+    type: ADMIN_PROBLEM_TYPES.badRequest,
+    title: 'Invalid admin request',
+    status: 400,
+    detail,
+  });
+const notFound = (detail: string) =>
+  new ProblemException({
+    type: ADMIN_PROBLEM_TYPES.notFound,
+    title: 'Not found',
+    status: 404,
+    detail,
+  });
 const conflict = (detail: string) =>
-  new ProblemException({ type: ADMIN_PROBLEM_TYPES.conflict, title: 'Not allowed in this state', status: 409, detail });
+  new ProblemException({
+    type: ADMIN_PROBLEM_TYPES.conflict,
+    title: 'Not allowed in this state',
+    status: 409,
+    detail,
+  });
 
 /** A message id: 1 to 255 characters, no control characters. */
 function messageId(id: string): string {
-  const valid = id.length >= 1 && id.length <= 255 && [...id].every((c) => c.charCodeAt(0) > 0x1f && c.charCodeAt(0) !== 0x7f);
+  const valid =
+    id.length >= 1 &&
+    id.length <= 255 &&
+    [...id].every((c) => c.charCodeAt(0) > 0x1f && c.charCodeAt(0) !== 0x7f);
   if (!valid) throw badRequest(ADMIN_BAD_ID(id));
   return id;
 }
 
 function statusParam(value: string | undefined): OutboxStatus | undefined {
   if (value === undefined || value === '') return undefined;
-  if (!(OUTBOX_STATUSES as readonly string[]).includes(value)) throw badRequest(ADMIN_BAD_STATUS(value, OUTBOX_STATUSES));
+  if (!(OUTBOX_STATUSES as readonly string[]).includes(value))
+    throw badRequest(ADMIN_BAD_STATUS(value, OUTBOX_STATUSES));
   return value as OutboxStatus;
 }
 
@@ -62,7 +87,8 @@ function limitParam(value: string | undefined): number | undefined {
 }
 
 function single(value: unknown, name: string): string | undefined {
-  if (Array.isArray(value)) throw badRequest(`The query parameter "${name}" was given more than once.`);
+  if (Array.isArray(value))
+    throw badRequest(`The query parameter "${name}" was given more than once.`);
   return typeof value === 'string' ? value : undefined;
 }
 
@@ -73,7 +99,12 @@ function scopeParam(q: Record<string, unknown>): IdempotencyScopeRef {
   const method = single(q.method, 'method');
   const route = single(q.route, 'route');
   if (!method || !route) throw badRequest(ADMIN_MISSING_PARAM('scope (or method and route)'));
-  return { method, route, tenant: single(q.tenant, 'tenant'), principal: single(q.principal, 'principal') };
+  return {
+    method,
+    route,
+    tenant: single(q.tenant, 'tenant'),
+    principal: single(q.principal, 'principal'),
+  };
 }
 
 function keyParam(q: Record<string, unknown>): string {
@@ -113,7 +144,8 @@ export function createAdminController(options: AdminControllerOptions = {}): Typ
     @Get('outbox')
     listOutbox(@Query() q: Record<string, unknown>): Promise<OutboxEntry[]> {
       const afterSeq = single(q.afterSeq, 'afterSeq');
-      if (afterSeq !== undefined && !/^\d{1,19}$/.test(afterSeq)) throw badRequest('afterSeq must be a sequence number.');
+      if (afterSeq !== undefined && !/^\d{1,19}$/.test(afterSeq))
+        throw badRequest('afterSeq must be a sequence number.');
       return this.admin.listOutbox({
         status: statusParam(single(q.status, 'status')),
         partitionKey: single(q.partitionKey, 'partitionKey'),

@@ -1,7 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { keyHashOf } from '../http/idempotency-context';
 import { buildScope } from '../http/request-scope';
-import { OutboxAdminService, type OutboxEntry, type OutboxListFilter } from '../outbox/outbox-admin.service';
+import {
+  OutboxAdminService,
+  type OutboxEntry,
+  type OutboxListFilter,
+} from '../outbox/outbox-admin.service';
 import { DatabaseService } from '../persistence/database.service';
 import type { OutboxStatus } from '../persistence/dialects';
 import type { SqlExecutor } from '../persistence/sql-executor';
@@ -16,7 +20,10 @@ export type RequeueResult =
   | { outcome: 'not-found' }
   | { outcome: 'not-requeueable'; status: OutboxStatus };
 
-export type PurgeResult = { outcome: 'purged' } | { outcome: 'not-found' } | { outcome: 'not-purgeable'; status: OutboxStatus };
+export type PurgeResult =
+  | { outcome: 'purged' }
+  | { outcome: 'not-found' }
+  | { outcome: 'not-purgeable'; status: OutboxStatus };
 
 /** Where an idempotency key lives: the stored scope string, or the parts the gate builds it from. */
 export type IdempotencyScopeRef =
@@ -108,7 +115,10 @@ export class IdempotencyAdminService {
   }
 
   /** The ledger's record for a key (never its stored body), or undefined. */
-  async inspectIdempotencyKey(scope: IdempotencyScopeRef, key: string): Promise<IdempotencyKeyView | undefined> {
+  async inspectIdempotencyKey(
+    scope: IdempotencyScopeRef,
+    key: string,
+  ): Promise<IdempotencyKeyView | undefined> {
     const s = scopeOf(scope);
     const row = await this.db.dialect.idempotency.find(this.exec(), s, key);
     if (!row) return undefined;
@@ -149,12 +159,18 @@ export function scopeOf(ref: IdempotencyScopeRef): string {
 }
 
 /** The headers column of the ledger: `{"h": [[name, value], …]}`, or `{"encrypted": 1}`. */
-function storedHeaders(text: string | null): { responseHeaders: Record<string, string> | null; encrypted: boolean } {
+function storedHeaders(text: string | null): {
+  responseHeaders: Record<string, string> | null;
+  encrypted: boolean;
+} {
   if (text === null) return { responseHeaders: null, encrypted: false };
   try {
     const meta = JSON.parse(text);
     if (meta?.encrypted) return { responseHeaders: null, encrypted: true };
-    return { responseHeaders: Array.isArray(meta?.h) ? Object.fromEntries(meta.h) : null, encrypted: false };
+    return {
+      responseHeaders: Array.isArray(meta?.h) ? Object.fromEntries(meta.h) : null,
+      encrypted: false,
+    };
   } catch {
     return { responseHeaders: null, encrypted: false };
   }

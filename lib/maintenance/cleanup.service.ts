@@ -74,7 +74,8 @@ export class CleanupService implements OnApplicationBootstrap, BeforeApplication
     private readonly metrics: MetricsService,
     @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
   ) {
-    this.logger = options.logger === false ? undefined : (options.logger ?? new Logger('IdempotencyCleanup'));
+    this.logger =
+      options.logger === false ? undefined : (options.logger ?? new Logger('IdempotencyCleanup'));
   }
 
   onApplicationBootstrap(): void {
@@ -115,7 +116,12 @@ export class CleanupService implements OnApplicationBootstrap, BeforeApplication
   }
 
   /** One bounded statement on one table (`from`: where the sweep stands, see CleanupBatch). */
-  protected deleteBatch(table: CleanupTable, exec: SqlExecutor, limit: number, from?: unknown): Promise<CleanupBatch> {
+  protected deleteBatch(
+    table: CleanupTable,
+    exec: SqlExecutor,
+    limit: number,
+    from?: unknown,
+  ): Promise<CleanupBatch> {
     const c = this.options.cleanup;
     switch (table) {
       case 'idempotency':
@@ -145,7 +151,10 @@ export class CleanupService implements OnApplicationBootstrap, BeforeApplication
   }
 
   private async run(overrides: CleanupRunOptions): Promise<CleanupReport> {
-    const batchSize = Math.max(1, Math.min(4000, Math.floor(overrides.batchSize ?? this.options.cleanup.batchSize)));
+    const batchSize = Math.max(
+      1,
+      Math.min(4000, Math.floor(overrides.batchSize ?? this.options.cleanup.batchSize)),
+    );
     const budget = overrides.timeBudgetMs ?? this.options.cleanup.timeBudgetMs;
     const duty = Math.min(1, Math.max(0.01, overrides.dutyCycle ?? this.options.cleanup.dutyCycle));
     const started = Date.now();
@@ -160,7 +169,11 @@ export class CleanupService implements OnApplicationBootstrap, BeforeApplication
     };
     let pending = [...TABLES];
     // The first round always runs (one statement per table, whatever the budget): every run makes progress.
-    for (let round = 0; pending.length > 0 && !this.stopped && (round === 0 || Date.now() - started < budget); round++) {
+    for (
+      let round = 0;
+      pending.length > 0 && !this.stopped && (round === 0 || Date.now() - started < budget);
+      round++
+    ) {
       const next: CleanupTable[] = [];
       for (const table of pending) {
         if (this.stopped || (round > 0 && Date.now() - started >= budget)) {
@@ -171,7 +184,11 @@ export class CleanupService implements OnApplicationBootstrap, BeforeApplication
         const n = await this.statement(table, batchSize, report);
         if (n === batchSize) {
           next.push(table);
-          if (duty < 1) report.pausedMs += await this.pause(((performance.now() - t0) * (1 - duty)) / duty, started + budget);
+          if (duty < 1)
+            report.pausedMs += await this.pause(
+              ((performance.now() - t0) * (1 - duty)) / duty,
+              started + budget,
+            );
         }
       }
       pending = next;
@@ -200,10 +217,16 @@ export class CleanupService implements OnApplicationBootstrap, BeforeApplication
   }
 
   /** Runs one statement; returns rows deleted, or -1 after an error (the table is skipped for this run). */
-  private async statement(table: CleanupTable, limit: number, report: CleanupReport): Promise<number> {
+  private async statement(
+    table: CleanupTable,
+    limit: number,
+    report: CleanupReport,
+  ): Promise<number> {
     let batch: CleanupBatch;
     try {
-      batch = await this.withRetries(() => this.inTransaction((exec) => this.deleteBatch(table, exec, limit, this.cursors.get(table))));
+      batch = await this.withRetries(() =>
+        this.inTransaction((exec) => this.deleteBatch(table, exec, limit, this.cursors.get(table))),
+      );
     } catch (e) {
       this.cursors.delete(table);
       const message = String((e as Error)?.message ?? e);

@@ -17,7 +17,6 @@ import { OutboxRelay, type OutboxRelayStatus } from '../outbox/outbox-relay.serv
 /** The relay of this process as the indicator sees it. */
 export type RelayLiveness = 'running' | 'stale' | 'stopped' | 'not-started' | 'disabled';
 
-
 /** Details of the indicator's result (under its key). */
 export interface OutboxHealthDetails {
   status: 'up' | 'down';
@@ -65,11 +64,14 @@ export class IdempotencyHealthIndicator {
 
     const relay = this.options.outbox.relayEnabled ? this.relayStatus() : undefined;
     if (relay) {
-      if (relay.heartbeatAt) details.relayLastPollMsAgo = Math.max(0, Date.now() - relay.heartbeatAt.getTime());
+      if (relay.heartbeatAt)
+        details.relayLastPollMsAgo = Math.max(0, Date.now() - relay.heartbeatAt.getTime());
       if (relay.state === 'running') {
         if ((details.relayLastPollMsAgo ?? 0) > t.relayHeartbeatTimeoutMs) {
           details.relay = 'stale';
-          reasons.push(HEALTH_RELAY_STALE(details.relayLastPollMsAgo ?? 0, t.relayHeartbeatTimeoutMs));
+          reasons.push(
+            HEALTH_RELAY_STALE(details.relayLastPollMsAgo ?? 0, t.relayHeartbeatTimeoutMs),
+          );
         } else {
           details.relay = 'running';
         }
@@ -94,7 +96,8 @@ export class IdempotencyHealthIndicator {
       if (row.pending > 0 && row.oldestPendingAgeMs > t.maxPendingAgeMs) {
         reasons.push(HEALTH_BACKLOG_OLD(row.oldestPendingAgeMs, t.maxPendingAgeMs));
       }
-      if (row.dead > t.maxDeadLetters) reasons.push(HEALTH_DEAD_LETTERS(row.dead, t.maxDeadLetters));
+      if (row.dead > t.maxDeadLetters)
+        reasons.push(HEALTH_DEAD_LETTERS(row.dead, t.maxDeadLetters));
     }
 
     if (reasons.length) {

@@ -3,7 +3,8 @@
 export const CLEANUP_STATEMENT_FAILED = (table: string, error: string) =>
   `Retention cleanup of the ${table} table failed (the next run tries again): ${error}`;
 
-export const CLEANUP_RUN_FAILED = (error: string) => `Retention cleanup run failed (the next run tries again): ${error}`;
+export const CLEANUP_RUN_FAILED = (error: string) =>
+  `Retention cleanup run failed (the next run tries again): ${error}`;
 
 export const HEALTH_RELAY_STALE = (ageMs: number, maxMs: number) =>
   `the outbox relay in this process has not polled for ${ageMs} ms (threshold ${maxMs} ms)`;
@@ -21,7 +22,8 @@ export const HEALTH_QUERY_FAILED = (error: string) => `the outbox could not be i
 export const ADMIN_BAD_STATUS = (value: string, allowed: readonly string[]) =>
   `status must be one of ${allowed.join(', ')}; got "${value}".`;
 
-export const ADMIN_BAD_LIMIT = (value: string, max: number) => `limit must be a whole number from 1 to ${max}; got "${value}".`;
+export const ADMIN_BAD_LIMIT = (value: string, max: number) =>
+  `limit must be a whole number from 1 to ${max}; got "${value}".`;
 
 export const ADMIN_BAD_ID = (value: string) => `"${value}" is not a valid outbox message id.`;
 

@@ -62,26 +62,42 @@ export class MetricsService implements OnModuleDestroy {
     description: 'Guarded requests that reserved a fresh key and ran the handler',
     unit: '{request}',
   });
-  readonly idempotencyReplayed: Counter = this.meter.createCounter(METRIC_NAMES.idempotencyReplayed, {
-    description: 'Requests answered from a stored response',
-    unit: '{request}',
-  });
-  readonly idempotencyInProgressConflicts: Counter = this.meter.createCounter(METRIC_NAMES.idempotencyInProgressConflicts, {
-    description: 'Requests answered 409 because the same key was still running',
-    unit: '{request}',
-  });
-  readonly idempotencyMismatchConflicts: Counter = this.meter.createCounter(METRIC_NAMES.idempotencyMismatchConflicts, {
-    description: 'Requests answered 422/409 because the key was used with another payload',
-    unit: '{request}',
-  });
-  readonly idempotencyCompleteFailures: Counter = this.meter.createCounter(METRIC_NAMES.idempotencyCompleteFailures, {
-    description: 'Guarded requests whose completion could not be committed (rolled back)',
-    unit: '{request}',
-  });
-  readonly idempotencyStoreLatency: Histogram = this.meter.createHistogram(METRIC_NAMES.idempotencyStoreDuration, {
-    description: 'Latency of idempotency ledger statements (attribute op: reserve, complete)',
-    unit: 'ms',
-  });
+  readonly idempotencyReplayed: Counter = this.meter.createCounter(
+    METRIC_NAMES.idempotencyReplayed,
+    {
+      description: 'Requests answered from a stored response',
+      unit: '{request}',
+    },
+  );
+  readonly idempotencyInProgressConflicts: Counter = this.meter.createCounter(
+    METRIC_NAMES.idempotencyInProgressConflicts,
+    {
+      description: 'Requests answered 409 because the same key was still running',
+      unit: '{request}',
+    },
+  );
+  readonly idempotencyMismatchConflicts: Counter = this.meter.createCounter(
+    METRIC_NAMES.idempotencyMismatchConflicts,
+    {
+      description: 'Requests answered 422/409 because the key was used with another payload',
+      unit: '{request}',
+    },
+  );
+  readonly idempotencyCompleteFailures: Counter = this.meter.createCounter(
+    METRIC_NAMES.idempotencyCompleteFailures,
+    {
+      description: 'Guarded requests whose completion could not be committed (rolled back)',
+      unit: '{request}',
+    },
+  );
+  readonly idempotencyStoreLatency: Histogram = this.meter.createHistogram(
+    METRIC_NAMES.idempotencyStoreDuration,
+    {
+      description:
+        'Latency of idempotency ledger statements (attribute op: lookup, reserve, complete)',
+      unit: 'ms',
+    },
+  );
 
   // ---- Outbox relay (attributes: none, so cardinality stays fixed) ----
   readonly outboxPublished: Counter = this.meter.createCounter(METRIC_NAMES.outboxPublished, {
@@ -97,25 +113,39 @@ export class MetricsService implements OnModuleDestroy {
     unit: '{message}',
   });
   readonly outboxPublishLag: Histogram = this.meter.createHistogram(METRIC_NAMES.outboxPublishLag, {
-    description: 'Commit-to-publish lag: from the outbox row being written to the broker confirming it',
+    description:
+      'Commit-to-publish lag: from the outbox row being written to the broker confirming it',
     unit: 'ms',
-    advice: { explicitBucketBoundaries: [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 300000] },
+    advice: {
+      explicitBucketBoundaries: [
+        5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 300000,
+      ],
+    },
   });
   /** @internal Observed through {@link observeOutbox}. */
-  readonly outboxBacklog: ObservableGauge = this.meter.createObservableGauge(METRIC_NAMES.outboxBacklog, {
-    description: 'Outbox messages waiting to be published (status pending)',
-    unit: '{message}',
-  });
+  readonly outboxBacklog: ObservableGauge = this.meter.createObservableGauge(
+    METRIC_NAMES.outboxBacklog,
+    {
+      description: 'Outbox messages waiting to be published (status pending)',
+      unit: '{message}',
+    },
+  );
   /** @internal Observed through {@link observeOutbox}. */
-  readonly outboxOldestPendingAge: ObservableGauge = this.meter.createObservableGauge(METRIC_NAMES.outboxOldestPendingAge, {
-    description: 'Age of the oldest pending outbox message',
-    unit: 'ms',
-  });
+  readonly outboxOldestPendingAge: ObservableGauge = this.meter.createObservableGauge(
+    METRIC_NAMES.outboxOldestPendingAge,
+    {
+      description: 'Age of the oldest pending outbox message',
+      unit: 'ms',
+    },
+  );
   /** @internal Observed through {@link observeOutbox}. */
-  readonly outboxDeadLetters: ObservableGauge = this.meter.createObservableGauge(METRIC_NAMES.outboxDeadLetters, {
-    description: 'Outbox messages in status dead (kept until re-queued or purged)',
-    unit: '{message}',
-  });
+  readonly outboxDeadLetters: ObservableGauge = this.meter.createObservableGauge(
+    METRIC_NAMES.outboxDeadLetters,
+    {
+      description: 'Outbox messages in status dead (kept until re-queued or purged)',
+      unit: '{message}',
+    },
+  );
 
   // ---- Inbox ----
   readonly inboxProcessed: Counter = this.meter.createCounter(METRIC_NAMES.inboxProcessed, {

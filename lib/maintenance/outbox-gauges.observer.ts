@@ -37,7 +37,11 @@ export class OutboxGaugesObserver implements OnModuleInit, OnModuleDestroy {
     if (this.cached && now - this.cached.at < CACHE_MS) return this.cached.value;
     const value = this.db.dialect.health
       .outboxHealth(executorFor(this.db.dataSource.manager))
-      .then((r) => ({ pending: r.pending, oldestPendingAgeMs: r.oldestPendingAgeMs, dead: r.dead }));
+      .then((r) => ({
+        pending: r.pending,
+        oldestPendingAgeMs: r.oldestPendingAgeMs,
+        dead: r.dead,
+      }));
     value.catch(() => {
       if (this.cached?.value === value) this.cached = undefined;
     });

@@ -33,11 +33,17 @@ export class DatabaseService implements OnModuleInit {
   ) {}
 
   async onModuleInit(): Promise<void> {
-    this._dataSource = this.moduleRef.get<DataSource>(getDataSourceToken(this.options.dataSource) as string, {
-      strict: false,
-    });
+    this._dataSource = this.moduleRef.get<DataSource>(
+      getDataSourceToken(this.options.dataSource) as string,
+      {
+        strict: false,
+      },
+    );
     if (!this._dataSource.isInitialized) await this._dataSource.initialize();
-    this._dialect = await createDialect(this._dataSource, { schema: this.options.schema, tables: this.options.tables });
+    this._dialect = await createDialect(this._dataSource, {
+      schema: this.options.schema,
+      tables: this.options.tables,
+    });
     if (this._dialect.singleWriter) SqliteSerializer.install(this._dataSource);
     guardPgPool(this._dataSource, (err) => this.onStrayConnectionError(err));
   }
@@ -61,11 +67,14 @@ export class DatabaseService implements OnModuleInit {
   get txHost(): TransactionHost<TransactionalAdapterTypeOrm> {
     if (!this._txHost) {
       try {
-        this._txHost = TransactionHost.getInstance<TransactionalAdapterTypeOrm>(this.options.transactionConnectionName);
+        this._txHost = TransactionHost.getInstance<TransactionalAdapterTypeOrm>(
+          this.options.transactionConnectionName,
+        );
       } catch {
         throw new Error(NO_TRANSACTION_HOST(this.options.transactionConnectionName));
       }
-      if (!this._txHost) throw new Error(NO_TRANSACTION_HOST(this.options.transactionConnectionName));
+      if (!this._txHost)
+        throw new Error(NO_TRANSACTION_HOST(this.options.transactionConnectionName));
     }
     return this._txHost;
   }

@@ -48,7 +48,12 @@ export class IdempotencyStore {
   find(exec: SqlExecutor, scope: string, key: string): Promise<IdempotencyRow | undefined> {
     return this.sql.find(exec, scope, key);
   }
-  takeOver(exec: SqlExecutor, id: string, expectedToken: string | null, p: ReserveParams): Promise<boolean> {
+  takeOver(
+    exec: SqlExecutor,
+    id: string,
+    expectedToken: string | null,
+    p: ReserveParams,
+  ): Promise<boolean> {
     return this.sql.takeOver(exec, id, expectedToken, p);
   }
   complete(exec: SqlExecutor, p: CompleteParams): Promise<boolean> {

@@ -81,17 +81,28 @@ function statementName(sql: string): string {
   return name;
 }
 
-/** Runs a named prepared statement on the runner's pg client (the transaction's, when it has one). */
+/**
+ * Runs a named prepared statement on the runner's pg client (the transaction's, when it has one).
+ * It goes through the DataSource's logger as TypeORM's own queries do (query log, errors, slow
+ * queries), so an app's query logging shows the library's statements too.
+ */
 async function runPrepared(
   runner: QueryRunner,
   sql: string,
   params: unknown[],
 ): Promise<SqlResult> {
   const client = await runner.connect();
+  const { logger, options } = runner.connection;
+  logger.logQuery(sql, params, runner);
+  const started = Date.now();
   try {
     const res = await client.query({ name: statementName(sql), text: sql, values: params });
+    const elapsed = Date.now() - started;
+    if (options.maxQueryExecutionTime && elapsed > options.maxQueryExecutionTime)
+      logger.logQuerySlow(elapsed, sql, params, runner);
     return { rows: res.rows ?? [], affected: res.rowCount ?? 0 };
   } catch (e) {
+    logger.logQueryError(e as Error, sql, params, runner);
     throw new QueryFailedError(sql, params as any[], e as Error);
   }
 }

@@ -32,7 +32,8 @@ export class SqliteSerializer {
     const transaction = manager.transaction.bind(manager) as (...args: any[]) => Promise<unknown>;
     (manager as any).transaction = (...args: any[]) => {
       const fn = args[args.length - 1] as (em: EntityManager) => Promise<unknown>;
-      args[args.length - 1] = (em: EntityManager) => serializer.context.run(em.queryRunner!, () => fn(em));
+      args[args.length - 1] = (em: EntityManager) =>
+        serializer.context.run(em.queryRunner!, () => fn(em));
       return transaction(...args);
     };
     return serializer;

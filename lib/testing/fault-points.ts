@@ -10,7 +10,10 @@ const hits = new Map<string, number>();
 
 function parse(value: string | undefined): Map<string, number> {
   const out = new Map<string, number>();
-  for (const item of (value ?? '').split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const item of (value ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const [name, n] = item.split('@');
     out.set(name, Math.max(1, Number(n ?? 1) || 1));
   }

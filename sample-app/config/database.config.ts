@@ -53,6 +53,8 @@ export function databaseOptionsFromUrl(url: string = DEFAULT_DB_URL): DataSource
         pool: { max: Number(u.searchParams.get('pool') ?? 10) },
       } as DataSourceOptions;
     default:
-      throw new Error(`DB_URL: unsupported database "${protocol}" (use sqlite:, postgres://, mysql://, mariadb:// or mssql://)`);
+      throw new Error(
+        `DB_URL: unsupported database "${protocol}" (use sqlite:, postgres://, mysql://, mariadb:// or mssql://)`,
+      );
   }
 }

@@ -19,7 +19,10 @@ export class CreatePayments1763700001000 implements MigrationInterface {
         ],
       }),
     );
-    await queryRunner.createIndex('payments', new TableIndex({ name: 'ix_payments_customer', columnNames: ['customer_id', 'created_at'] }));
+    await queryRunner.createIndex(
+      'payments',
+      new TableIndex({ name: 'ix_payments_customer', columnNames: ['customer_id', 'created_at'] }),
+    );
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {

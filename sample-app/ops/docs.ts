@@ -19,7 +19,11 @@ export function setupDocs(app: INestApplication): OpenAPIObject {
   const document = SwaggerModule.createDocument(app, config);
   const adapter = app.getHttpAdapter();
   const express = adapter.getType() === 'express';
-  SwaggerModule.setup('docs/ui', app, document, { jsonDocumentUrl: 'docs-json', yamlDocumentUrl: 'docs-yaml', ui: express });
+  SwaggerModule.setup('docs/ui', app, document, {
+    jsonDocumentUrl: 'docs-json',
+    yamlDocumentUrl: 'docs-yaml',
+    ui: express,
+  });
   const json = JSON.stringify(document);
   adapter.get('/docs', (req: any, res: any) => {
     const accept = String(req.headers?.accept ?? '');

@@ -1,4 +1,12 @@
-import { IsISO4217CurrencyCode, IsNotEmpty, IsNumber, IsPositive, IsString, Max, MaxLength } from 'class-validator';
+import {
+  IsISO4217CurrencyCode,
+  IsNotEmpty,
+  IsNumber,
+  IsPositive,
+  IsString,
+  Max,
+  MaxLength,
+} from 'class-validator';
 
 export class CreatePaymentDto {
   @IsNumber({ allowNaN: false, allowInfinity: false, maxDecimalPlaces: 2 })

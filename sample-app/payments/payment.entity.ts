@@ -1,6 +1,9 @@
 import { Column, CreateDateColumn, Entity, Index, PrimaryColumn } from 'typeorm';
 
-const decimalToNumber = { to: (v: number) => v, from: (v: string | number | null) => (v === null ? null : Number(v)) };
+const decimalToNumber = {
+  to: (v: number) => v,
+  from: (v: string | number | null) => (v === null ? null : Number(v)),
+};
 
 @Entity({ name: 'payments' })
 @Index('ix_payments_customer', ['customerId', 'createdAt'])

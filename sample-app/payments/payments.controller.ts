@@ -1,4 +1,15 @@
-import { BadRequestException, Body, Controller, Get, Headers, NotFoundException, Param, Post, Query, Res } from '@nestjs/common';
+import {
+  BadRequestException,
+  Body,
+  Controller,
+  Get,
+  Headers,
+  NotFoundException,
+  Param,
+  Post,
+  Query,
+  Res,
+} from '@nestjs/common';
 import { Idempotent } from '../../lib';
 import { CreatePaymentDto } from './create-payment.dto';
 import { PaymentsService } from './payments.service';

@@ -60,7 +60,8 @@ export class PaymentsService {
     // Test-only crash point (EO_TEST_FAULTS): the payment and its event are written, not committed.
     faultPoint('payments.in-handler');
     if (demo.delayMs > 0) await new Promise((r) => setTimeout(r, demo.delayMs));
-    if (demo.failStatus) throw new HttpException(`Demo failure (X-Demo-Fail: ${demo.failStatus})`, demo.failStatus);
+    if (demo.failStatus)
+      throw new HttpException(`Demo failure (X-Demo-Fail: ${demo.failStatus})`, demo.failStatus);
     return payment;
   }
 

@@ -1,7 +1,12 @@
 import fc from 'fast-check';
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { createTestDatabase, databaseKinds, openDataSource, type TestDatabase } from '../support/databases';
+import {
+  createTestDatabase,
+  databaseKinds,
+  openDataSource,
+  type TestDatabase,
+} from '../support/databases';
 import { rawRequest, requestHead } from '../support/raw-http';
 import { type AppProcess, spawnSampleApp } from '../support/sample-app';
 
@@ -53,25 +58,42 @@ describe.each(cases)('hostile input on %s / %s (real process)', (kind, platform)
     await db?.drop();
   });
 
-  const records = async () => Number((await ds.query('SELECT COUNT(*) AS n FROM idempotency_records'))[0].n);
+  const records = async () =>
+    Number((await ds.query('SELECT COUNT(*) AS n FROM idempotency_records'))[0].n);
   const payments = async () => Number((await ds.query('SELECT COUNT(*) AS n FROM payments'))[0].n);
 
   const post = (headers: Array<[string, string | Buffer]>, body: Buffer) =>
     rawRequest(app.url, requestHead('POST', '/payments', headers, body.length), body);
 
-  const validBody = (customerId = 'hostile') => Buffer.from(JSON.stringify({ amount: 1, currency: 'USD', customerId }));
+  const validBody = (customerId = 'hostile') =>
+    Buffer.from(JSON.stringify({ amount: 1, currency: 'USD', customerId }));
 
   it('keys of every length and byte class, in both header forms: 201 exactly when the key is valid, else 400, never 5xx', async () => {
     const headerByte = fc.integer({ min: 0x20, max: 0xff }).filter((b) => b !== 0x7f);
-    const bareKey = fc.uint8Array({ minLength: 0, maxLength: 300 }).map((a) => Buffer.from(Array.from(a, (b) => (b < 0x20 || b === 0x7f ? 0x41 : b))));
-    const anyBytes = fc.array(headerByte, { minLength: 0, maxLength: 280 }).map((a) => Buffer.from(a));
-    const quoted = fc.string({ minLength: 0, maxLength: 260 }).map((s) => Buffer.from(`"${s.replace(/[\\"]/g, (c) => '\\' + c)}"`, 'latin1'));
+    const bareKey = fc
+      .uint8Array({ minLength: 0, maxLength: 300 })
+      .map((a) => Buffer.from(Array.from(a, (b) => (b < 0x20 || b === 0x7f ? 0x41 : b))));
+    const anyBytes = fc
+      .array(headerByte, { minLength: 0, maxLength: 280 })
+      .map((a) => Buffer.from(a));
+    const quoted = fc
+      .string({ minLength: 0, maxLength: 260 })
+      .map((s) => Buffer.from(`"${s.replace(/[\\"]/g, (c) => '\\' + c)}"`, 'latin1'));
     const visible = fc.stringMatching(/^[\x21-\x7e]{1,255}$/).map((s) => Buffer.from(s, 'latin1'));
     await fc.assert(
       fc.asyncProperty(fc.oneof(bareKey, anyBytes, quoted, visible), async (keyBytes) => {
         const before = await records();
-        const salted = expectedKey(keyBytes) !== undefined ? Buffer.concat([keyBytes.subarray(0, 0), keyBytes]) : keyBytes;
-        const r = await post([['Content-Type', 'application/json'], ['Idempotency-Key', salted]], validBody(`k-${randomUUID()}`));
+        const salted =
+          expectedKey(keyBytes) !== undefined
+            ? Buffer.concat([keyBytes.subarray(0, 0), keyBytes])
+            : keyBytes;
+        const r = await post(
+          [
+            ['Content-Type', 'application/json'],
+            ['Idempotency-Key', salted],
+          ],
+          validBody(`k-${randomUUID()}`),
+        );
         expect(r.status).toBeLessThan(500);
         const key = expectedKey(salted);
         if (key === undefined) {
@@ -106,7 +128,13 @@ describe.each(cases)('hostile input on %s / %s (real process)', (kind, platform)
       fc.asyncProperty(fc.jsonValue({ maxDepth: 6 }), async (value) => {
         const beforeRecords = await records();
         const beforePayments = await payments();
-        const r = await post([['Content-Type', 'application/json'], ['Idempotency-Key', randomUUID()]], Buffer.from(JSON.stringify(value)));
+        const r = await post(
+          [
+            ['Content-Type', 'application/json'],
+            ['Idempotency-Key', randomUUID()],
+          ],
+          Buffer.from(JSON.stringify(value)),
+        );
         expect(r.status).toBeLessThan(500);
         if (r.status === 201) {
           expect(await payments()).toBe(beforePayments + 1);
@@ -123,14 +151,31 @@ describe.each(cases)('hostile input on %s / %s (real process)', (kind, platform)
   it.each([
     ['nested 300 deep', Buffer.from('{"a":'.repeat(300) + '1' + '}'.repeat(300))],
     ['nested 20,000 deep', Buffer.from('['.repeat(20_000) + ']'.repeat(20_000))],
-    ['duplicate member names', Buffer.from('{"amount":1,"amount":2,"currency":"USD","customerId":"dup"}')],
+    [
+      'duplicate member names',
+      Buffer.from('{"amount":1,"amount":2,"currency":"USD","customerId":"dup"}'),
+    ],
     ['invalid UTF-8', Buffer.from([0x7b, 0x22, 0x61, 0xff, 0xfe, 0x22, 0x3a, 0x31, 0x7d])],
     ['truncated JSON', Buffer.from('{"amount": 1, "currency": "US')],
-    ['huge string member', Buffer.from(JSON.stringify({ amount: 1, currency: 'USD', customerId: 'x'.repeat(90_000) }))],
-    ['over the size limit', Buffer.from(JSON.stringify({ amount: 1, currency: 'USD', customerId: 'c', pad: 'x'.repeat(2_000_000) }))],
+    [
+      'huge string member',
+      Buffer.from(JSON.stringify({ amount: 1, currency: 'USD', customerId: 'x'.repeat(90_000) })),
+    ],
+    [
+      'over the size limit',
+      Buffer.from(
+        JSON.stringify({ amount: 1, currency: 'USD', customerId: 'c', pad: 'x'.repeat(2_000_000) }),
+      ),
+    ],
   ])('%s: never 5xx, problem+json, and a rejection stores nothing', async (_label, body) => {
     const beforeRecords = await records();
-    const r = await post([['Content-Type', 'application/json'], ['Idempotency-Key', randomUUID()]], body);
+    const r = await post(
+      [
+        ['Content-Type', 'application/json'],
+        ['Idempotency-Key', randomUUID()],
+      ],
+      body,
+    );
     expect(r.status).toBeLessThan(500);
     if (r.status !== 201) {
       expect(r.status).toBeGreaterThanOrEqual(400);
@@ -145,7 +190,13 @@ describe.each(cases)('hostile input on %s / %s (real process)', (kind, platform)
     ['application/xml', '<payment amount="1"/>'],
     ['application/octet-stream', '\u0000\u0001\u0002'],
   ])('content type %s: never 5xx', async (type, text) => {
-    const r = await post([['Content-Type', type], ['Idempotency-Key', randomUUID()]], Buffer.from(text, 'latin1'));
+    const r = await post(
+      [
+        ['Content-Type', type],
+        ['Idempotency-Key', randomUUID()],
+      ],
+      Buffer.from(text, 'latin1'),
+    );
     expect(r.status).toBeLessThan(500);
   });
 });

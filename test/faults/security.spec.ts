@@ -2,7 +2,12 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { INestApplication } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import { startCookieApp } from '../fixtures/security/cookie-app.fixture';
-import { createTestDatabase, databaseKinds, openDataSource, type TestDatabase } from '../support/databases';
+import {
+  createTestDatabase,
+  databaseKinds,
+  openDataSource,
+  type TestDatabase,
+} from '../support/databases';
 import { type AppProcess, baseUrl, spawnSampleApp } from '../support/sample-app';
 
 const kinds = databaseKinds();
@@ -32,7 +37,7 @@ describe.each(kinds)('security on %s', (kind) => {
       body: body(customerId),
     });
 
-  it('one tenant or principal never receives another one\'s stored response, even with the same key and body', async () => {
+  it("one tenant or principal never receives another one's stored response, even with the same key and body", async () => {
     const key = randomUUID();
     const identities: Array<Record<string, string>> = [
       { 'x-tenant-id': 'acme' },
@@ -43,7 +48,9 @@ describe.each(kinds)('security on %s', (kind) => {
       { 'x-tenant-id': 'acme%7Cx' },
     ];
     const first = await Promise.all(identities.map((h) => post(key, 'shared-customer', h)));
-    const ids = await Promise.all(first.map(async (r) => (expect(r.status).toBe(201), ((await r.json()) as any).id)));
+    const ids = await Promise.all(
+      first.map(async (r) => (expect(r.status).toBe(201), ((await r.json()) as any).id)),
+    );
     expect(new Set(ids).size).toBe(identities.length);
     // Each identity's retry replays its own answer, never another's.
     for (let i = 0; i < identities.length; i++) {
@@ -74,7 +81,10 @@ describe.each(kinds)('encryption at rest on %s', (kind) => {
 
   beforeAll(async () => {
     db = await createTestDatabase(kind);
-    app = await spawnSampleApp({ DB_URL: db.url, IDEMPOTENCY_ENCRYPTION_KEY: randomBytes(32).toString('hex') });
+    app = await spawnSampleApp({
+      DB_URL: db.url,
+      IDEMPOTENCY_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
+    });
     ds = await openDataSource(db.url);
   }, 120_000);
 
@@ -88,11 +98,20 @@ describe.each(kinds)('encryption at rest on %s', (kind) => {
     const marker = `cust-${randomUUID()}`;
     const key = randomUUID();
     const send = () =>
-      fetch(`${app.url}/payments`, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': key }, body: body(marker) });
+      fetch(`${app.url}/payments`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'idempotency-key': key },
+        body: body(marker),
+      });
     const first = await send();
     const firstText = await first.text();
     const rows = await ds.query('SELECT response_headers, response_body FROM idempotency_records');
-    const dump = rows.map((r: any) => `${r.response_headers} ${Buffer.from(r.response_body ?? []).toString('latin1')}`).join('\n');
+    const dump = rows
+      .map(
+        (r: any) =>
+          `${r.response_headers} ${Buffer.from(r.response_body ?? []).toString('latin1')}`,
+      )
+      .join('\n');
     expect(dump).not.toContain(marker);
     expect(dump).not.toContain('/payments/');
     const again = await send();
@@ -122,7 +141,8 @@ describe('never stores Set-Cookie or Authorization, even when allow-listed', () 
   it('replays without them and the ledger holds neither', async () => {
     const url = await baseUrl(app);
     const key = randomUUID();
-    const send = () => fetch(`${url}/sessions`, { method: 'POST', headers: { 'idempotency-key': key } });
+    const send = () =>
+      fetch(`${url}/sessions`, { method: 'POST', headers: { 'idempotency-key': key } });
     const first = await send();
     expect(first.headers.get('set-cookie')).toContain('sid=');
     const again = await send();

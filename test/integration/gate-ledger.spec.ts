@@ -100,6 +100,35 @@ describe.each(databaseKinds())('idempotency ledger statements on %s', (kind) => 
     expect(row!.leaseRemainingMs).toBeLessThanOrEqual(60_000);
   });
 
+  it("sends every ledger statement through the DataSource's logger (query log, errors)", async () => {
+    const logged: string[] = [];
+    const failed: string[] = [];
+    const logger = {
+      logQuery: (q: string) => logged.push(q),
+      logQueryError: (_e: unknown, q: string) => failed.push(q),
+      logQuerySlow: () => undefined,
+      logSchemaBuild: () => undefined,
+      logMigration: () => undefined,
+      log: () => undefined,
+    };
+    const watched = new TypeOrmDataSource({ ...(databaseOptionsFromUrl(db.url) as any), logger });
+    await watched.initialize();
+    try {
+      const p = params(`logged-${randomUUID()}`);
+      const r = await inTx(watched, (exec) => sql().reserve(exec, p));
+      expect(r.outcome).toBe('inserted');
+      const reserveLines = logged.filter((q) => q.includes(p.key) || /insert/i.test(q));
+      expect(reserveLines.length).toBeGreaterThan(0);
+      // A failing statement is reported as an error with its text.
+      await expect(
+        inTx(watched, (exec) => exec('SELECT * FROM no_such_table_eo')),
+      ).rejects.toThrow();
+      expect(failed.some((q) => q.includes('no_such_table_eo'))).toBe(true);
+    } finally {
+      await watched.destroy();
+    }
+  });
+
   it('keys and scopes are compared exactly (case and scope matter)', async () => {
     const key = `Key-${randomUUID()}`;
     expect((await inTx(ds, (exec) => sql().reserve(exec, params(key)))).outcome).toBe('inserted');

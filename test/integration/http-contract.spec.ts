@@ -1,13 +1,23 @@
 import type { INestApplication } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { createTestDatabase, databaseKinds, openDataSource, TestDatabase } from '../support/databases';
-import { baseUrl, Platform, startSampleApp } from '../support/sample-app';
+import {
+  createTestDatabase,
+  databaseKinds,
+  openDataSource,
+  type TestDatabase,
+} from '../support/databases';
+import { baseUrl, type Platform, startSampleApp } from '../support/sample-app';
 
 const platforms: Platform[] = ['express', 'fastify'];
 const cases = databaseKinds().flatMap((db) => platforms.map((p) => [db, p] as const));
 
-const body = (over: object = {}) => ({ amount: 12.5, currency: 'USD', customerId: 'cust-1', ...over });
+const body = (over: object = {}) => ({
+  amount: 12.5,
+  currency: 'USD',
+  customerId: 'cust-1',
+  ...over,
+});
 
 describe.each(cases)('HTTP idempotency contract on %s / %s', (kind, platform) => {
   let db: TestDatabase;
@@ -31,11 +41,16 @@ describe.each(cases)('HTTP idempotency contract on %s / %s', (kind, platform) =>
   const post = (key: string | undefined, payload: unknown, headers: Record<string, string> = {}) =>
     fetch(`${url}/payments`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', ...(key !== undefined ? { 'idempotency-key': key } : {}), ...headers },
+      headers: {
+        'content-type': 'application/json',
+        ...(key !== undefined ? { 'idempotency-key': key } : {}),
+        ...headers,
+      },
       body: typeof payload === 'string' ? payload : JSON.stringify(payload),
     });
 
-  const paymentsOf = async (customerId: string) => (await (await fetch(`${url}/payments?customerId=${customerId}`)).json()) as any[];
+  const paymentsOf = async (customerId: string) =>
+    (await (await fetch(`${url}/payments?customerId=${customerId}`)).json()) as any[];
 
   it('creates once and replays the same status, bytes and headers with Idempotency-Replayed', async () => {
     const key = randomUUID();
@@ -44,7 +59,12 @@ describe.each(cases)('HTTP idempotency contract on %s / %s', (kind, platform) =>
     expect(first.headers.get('idempotency-replayed')).toBeNull();
     const firstBytes = Buffer.from(await first.arrayBuffer());
     const created = JSON.parse(firstBytes.toString());
-    expect(created).toMatchObject({ amount: 12.5, currency: 'USD', customerId: 'replay-1', status: 'captured' });
+    expect(created).toMatchObject({
+      amount: 12.5,
+      currency: 'USD',
+      customerId: 'replay-1',
+      status: 'captured',
+    });
     expect(first.headers.get('location')).toBe(`/payments/${created.id}`);
 
     const again = await post(key, body({ customerId: 'replay-1' }));
@@ -92,7 +112,10 @@ describe.each(cases)('HTTP idempotency contract on %s / %s', (kind, platform) =>
   ])('answers 400 for an invalid key (%s)', async (_label, key) => {
     const r = await fetch(`${url}/payments`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'idempotency-key': Buffer.from(key, 'utf8').toString('latin1') },
+      headers: {
+        'content-type': 'application/json',
+        'idempotency-key': Buffer.from(key, 'utf8').toString('latin1'),
+      },
       body: JSON.stringify(body({ customerId: 'badkey' })),
     });
     expect(r.status).toBe(400);
@@ -105,7 +128,9 @@ describe.each(cases)('HTTP idempotency contract on %s / %s', (kind, platform) =>
     const key = 'x'.repeat(219) + randomUUID();
     expect(key).toHaveLength(255);
     expect((await post(key, body({ customerId: 'longkey' }))).status).toBe(201);
-    expect((await post(key, body({ customerId: 'longkey' }))).headers.get('idempotency-replayed')).toBe('true');
+    expect(
+      (await post(key, body({ customerId: 'longkey' }))).headers.get('idempotency-replayed'),
+    ).toBe('true');
   });
 
   it('keys differing only in case are different keys', async () => {
@@ -181,14 +206,18 @@ describe.each(cases)('HTTP idempotency contract on %s / %s', (kind, platform) =>
     const good = await post(key, body({ customerId: 'val-1' }));
     expect(good.status).toBe(201);
     expect(good.headers.get('idempotency-replayed')).toBeNull();
-    const rows = await ds.query(`SELECT COUNT(*) AS n FROM idempotency_records WHERE state = 'completed'`);
+    const rows = await ds.query(
+      `SELECT COUNT(*) AS n FROM idempotency_records WHERE state = 'completed'`,
+    );
     expect(Number(rows[0].n)).toBeGreaterThan(0);
   });
 
   it('runs the handler body exactly once for 50 concurrent identical requests', async () => {
     const key = randomUUID();
     const results = await Promise.all(
-      Array.from({ length: 50 }, () => post(key, body({ customerId: 'storm-50' }), { 'x-demo-delay-ms': '200' })),
+      Array.from({ length: 50 }, () =>
+        post(key, body({ customerId: 'storm-50' }), { 'x-demo-delay-ms': '200' }),
+      ),
     );
     const statuses = results.map((r) => r.status);
     expect(statuses.every((s) => s === 201 || s === 409)).toBe(true);
@@ -201,7 +230,9 @@ describe.each(cases)('HTTP idempotency contract on %s / %s', (kind, platform) =>
     await post(key, body({ customerId: 'nocookie' }), { authorization: 'Bearer secret-token' });
     const rows = await ds.query(`SELECT response_headers FROM idempotency_records`);
     for (const r of rows) {
-      expect(String(r.response_headers ?? '')).not.toMatch(/set-cookie|authorization|secret-token/i);
+      expect(String(r.response_headers ?? '')).not.toMatch(
+        /set-cookie|authorization|secret-token/i,
+      );
     }
   });
 });

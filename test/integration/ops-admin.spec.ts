@@ -5,7 +5,11 @@ import { createTestDatabase, databaseKinds, type TestDatabase } from '../support
 import { clockFor, dataSourceOf, sqlFor, startOpsApp, urlOf } from '../support/ops-fixture';
 
 /** Polls `probe` until it returns a truthy value (or fails after `ms`). */
-async function eventually<T>(probe: () => Promise<T | undefined | false>, what: string, ms = 20_000): Promise<T> {
+async function eventually<T>(
+  probe: () => Promise<T | undefined | false>,
+  what: string,
+  ms = 20_000,
+): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
     const v = await probe();
@@ -25,12 +29,19 @@ describe.each(databaseKinds())('admin API on %s', (kind) => {
   beforeAll(async () => {
     db = await createTestDatabase(kind);
     const publisher = new FunctionPublisher((m) => {
-      if (failing && String((m.payload as { name?: string }).name).startsWith('doomed')) throw new Error('broker says no');
+      if (failing && String((m.payload as { name?: string }).name).startsWith('doomed'))
+        throw new Error('broker says no');
       published.push(m);
     });
     app = await startOpsApp(db.url, {
       cleanup: { enabled: false },
-      outbox: { publisher, maxAttempts: 1, pollIntervalMs: 50, backoffBaseMs: 10, backoffMaxMs: 100 },
+      outbox: {
+        publisher,
+        maxAttempts: 1,
+        pollIntervalMs: 50,
+        backoffBaseMs: 10,
+        backoffMaxMs: 100,
+      },
     });
     url = await urlOf(app);
   });
@@ -41,10 +52,18 @@ describe.each(databaseKinds())('admin API on %s', (kind) => {
   });
 
   const post = (key: string, body: object) =>
-    fetch(`${url}/things`, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': key }, body: JSON.stringify(body) });
+    fetch(`${url}/things`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': key },
+      body: JSON.stringify(body),
+    });
   const json = async (path: string, init?: RequestInit) => {
     const r = await fetch(`${url}${path}`, init);
-    return { status: r.status, type: r.headers.get('content-type') ?? '', body: r.status === 204 ? undefined : ((await r.json()) as any) };
+    return {
+      status: r.status,
+      type: r.headers.get('content-type') ?? '',
+      body: r.status === 204 ? undefined : ((await r.json()) as any),
+    };
   };
   const list = async (query: string) => (await json(`/admin/outbox?${query}`)).body as any[];
 
@@ -59,17 +78,28 @@ describe.each(databaseKinds())('admin API on %s', (kind) => {
       const rows = await list(`status=dead&partitionKey=${encodeURIComponent(pk)}`);
       return rows.length ? rows : undefined;
     }, 'the message to become dead');
-    expect(dead).toMatchObject({ id: messageId, type: 'thing.created', status: 'dead', partitionKey: pk, attempts: 1 });
+    expect(dead).toMatchObject({
+      id: messageId,
+      type: 'thing.created',
+      status: 'dead',
+      partitionKey: pk,
+      attempts: 1,
+    });
     expect(dead.lastError).toContain('broker says no');
     expect(published.some((m) => m.id === messageId)).toBe(false);
 
     failing = false;
-    const requeued = await json(`/admin/outbox/${encodeURIComponent(messageId)}/requeue`, { method: 'POST' });
+    const requeued = await json(`/admin/outbox/${encodeURIComponent(messageId)}/requeue`, {
+      method: 'POST',
+    });
     expect(requeued.status).toBe(200);
     expect(requeued.body).toMatchObject({ id: messageId, attempts: 0 });
     expect(['pending', 'sent']).toContain(requeued.body.status);
 
-    await eventually(async () => published.some((m) => m.id === messageId), 'the re-queued message to be published');
+    await eventually(
+      async () => published.some((m) => m.id === messageId),
+      'the re-queued message to be published',
+    );
     const [sent] = await eventually(async () => {
       const rows = await list(`status=sent&partitionKey=${encodeURIComponent(pk)}`);
       return rows.length ? rows : undefined;
@@ -82,11 +112,19 @@ describe.each(databaseKinds())('admin API on %s', (kind) => {
     const pk = `pk-${randomUUID()}`;
     const created = await post(randomUUID(), { name: 'fine', partitionKey: pk });
     const { messageId } = (await created.json()) as { messageId: string };
-    await eventually(async () => (await list(`status=sent&partitionKey=${encodeURIComponent(pk)}`)).length === 1, 'sent');
+    await eventually(
+      async () => (await list(`status=sent&partitionKey=${encodeURIComponent(pk)}`)).length === 1,
+      'sent',
+    );
     const before = published.filter((m) => m.id === messageId).length;
-    const r = await json(`/admin/outbox/${encodeURIComponent(messageId)}/requeue`, { method: 'POST' });
+    const r = await json(`/admin/outbox/${encodeURIComponent(messageId)}/requeue`, {
+      method: 'POST',
+    });
     expect(r.status).toBe(200);
-    await eventually(async () => published.filter((m) => m.id === messageId).length === before + 1, 'a second publication');
+    await eventually(
+      async () => published.filter((m) => m.id === messageId).length === before + 1,
+      'a second publication',
+    );
     const byKey = await list(`partitionKey=${encodeURIComponent(pk)}`);
     expect(byKey.map((m) => m.id)).toEqual([messageId]);
   });
@@ -99,7 +137,10 @@ describe.each(databaseKinds())('admin API on %s', (kind) => {
       const r = await post(randomUUID(), { name: `doomed-${n}`, partitionKey: pk });
       ids.push(((await r.json()) as { messageId: string }).messageId);
     }
-    await eventually(async () => (await list(`status=dead&partitionKey=${encodeURIComponent(pk)}`)).length === 3, 'three dead');
+    await eventually(
+      async () => (await list(`status=dead&partitionKey=${encodeURIComponent(pk)}`)).length === 3,
+      'three dead',
+    );
 
     const one = await json(`/admin/outbox/${encodeURIComponent(ids[0])}`, { method: 'DELETE' });
     expect(one.status).toBe(204);
@@ -109,7 +150,11 @@ describe.each(databaseKinds())('admin API on %s', (kind) => {
     const sentPk = `pk-${randomUUID()}`;
     const sentRes = await post(randomUUID(), { name: 'fine', partitionKey: sentPk });
     const sentId = ((await sentRes.json()) as { messageId: string }).messageId;
-    await eventually(async () => (await list(`status=sent&partitionKey=${encodeURIComponent(sentPk)}`)).length === 1, 'sent');
+    await eventually(
+      async () =>
+        (await list(`status=sent&partitionKey=${encodeURIComponent(sentPk)}`)).length === 1,
+      'sent',
+    );
     const refused = await json(`/admin/outbox/${encodeURIComponent(sentId)}`, { method: 'DELETE' });
     expect(refused.status).toBe(409);
     expect(refused.type).toContain('application/problem+json');
@@ -118,7 +163,10 @@ describe.each(databaseKinds())('admin API on %s', (kind) => {
     expect(all.status).toBe(200);
     expect(all.body.purged).toBeGreaterThanOrEqual(2);
     expect(await list(`status=dead`)).toEqual([]);
-    expect((await json(`/admin/outbox/${encodeURIComponent(sentId)}`)).body).toMatchObject({ id: sentId, status: 'sent' });
+    expect((await json(`/admin/outbox/${encodeURIComponent(sentId)}`)).body).toMatchObject({
+      id: sentId,
+      status: 'sent',
+    });
   });
 
   it('answers bad input and unknown ids with problem+json, and refuses to re-queue a pending message', async () => {
@@ -143,7 +191,9 @@ describe.each(databaseKinds())('admin API on %s', (kind) => {
     const pending = await json(`/admin/outbox/${id}/requeue`, { method: 'POST' });
     expect(pending.status).toBe(409);
     expect(pending.body.detail).toContain('pending');
-    expect((await app.get(IdempotencyAdminService).requeueOutboxMessage(id)).outcome).toBe('not-requeueable');
+    expect((await app.get(IdempotencyAdminService).requeueOutboxMessage(id)).outcome).toBe(
+      'not-requeueable',
+    );
   });
 
   it('inspects and evicts an idempotency key by scope and key; the next request with it runs again', async () => {
@@ -155,12 +205,24 @@ describe.each(databaseKinds())('admin API on %s', (kind) => {
     const q = `method=POST&route=${encodeURIComponent('/things')}&key=${encodeURIComponent(key)}`;
     const seen = await json(`/admin/idempotency?${q}`);
     expect(seen.status).toBe(200);
-    expect(seen.body).toMatchObject({ scope: '-|-|POST /things', state: 'completed', responseStatus: 201, expired: false, encrypted: false });
+    expect(seen.body).toMatchObject({
+      scope: '-|-|POST /things',
+      state: 'completed',
+      responseStatus: 201,
+      expired: false,
+      encrypted: false,
+    });
     expect(seen.body.keyHash).toMatch(/^[0-9a-f]{16}$/);
     expect(seen.body.responseBodyBytes).toBeGreaterThan(0);
     expect(JSON.stringify(seen.body)).not.toContain('"name"');
     // The same record by its stored scope string.
-    expect((await json(`/admin/idempotency?scope=${encodeURIComponent('-|-|POST /things')}&key=${encodeURIComponent(key)}`)).status).toBe(200);
+    expect(
+      (
+        await json(
+          `/admin/idempotency?scope=${encodeURIComponent('-|-|POST /things')}&key=${encodeURIComponent(key)}`,
+        )
+      ).status,
+    ).toBe(200);
 
     expect((await json(`/admin/idempotency?${q}`, { method: 'DELETE' })).status).toBe(204);
     expect((await json(`/admin/idempotency?${q}`)).status).toBe(404);

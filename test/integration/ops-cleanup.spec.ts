@@ -2,7 +2,15 @@ import type { INestApplication } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import { CleanupService, type CleanupReport } from '../../lib';
 import { createTestDatabase, databaseKinds, type TestDatabase } from '../support/databases';
-import { clockFor, clockMinusFor, concatFor, dataSourceOf, seriesFor, sqlFor, startOpsApp } from '../support/ops-fixture';
+import {
+  clockFor,
+  clockMinusFor,
+  concatFor,
+  dataSourceOf,
+  seriesFor,
+  sqlFor,
+  startOpsApp,
+} from '../support/ops-fixture';
 
 const EXPIRED = 100_000;
 const HOUR = 60 * 60 * 1000;
@@ -64,7 +72,12 @@ describe.each(databaseKinds())('retention cleanup on %s', (kind) => {
     );
   };
 
-  const insertOutbox = async (n: number, prefix: string, status: 'pending' | 'sent' | 'dead', ageMs: number) => {
+  const insertOutbox = async (
+    n: number,
+    prefix: string,
+    status: 'pending' | 'sent' | 'dead',
+    ageMs: number,
+  ) => {
     const s = seriesFor(kind, n);
     await sql(
       `${s.with}INSERT INTO outbox_messages (id, type, payload, headers, partition_key, status, attempts, next_attempt_at, created_at, sent_at)
@@ -114,7 +127,9 @@ describe.each(databaseKinds())('retention cleanup on %s', (kind) => {
     await seed('one');
     expect(await count('idempotency_records', '1 = 1')).toBe(EXPIRED + 100);
 
-    const report = await app.get(CleanupService).runOnce({ batchSize: 1000, timeBudgetMs: 10 * 60_000, dutyCycle: 1 });
+    const report = await app
+      .get(CleanupService)
+      .runOnce({ batchSize: 1000, timeBudgetMs: 10 * 60_000, dutyCycle: 1 });
 
     expect(report.errors).toEqual({});
     expect(report.deleted).toEqual({ idempotency: EXPIRED + 30, outbox: 500, inbox: 300 });
@@ -137,14 +152,18 @@ describe.each(databaseKinds())('retention cleanup on %s', (kind) => {
     expect(report.statements).toBeGreaterThanOrEqual(3);
     expect(report.deleted.idempotency).toBeLessThan(5000);
     expect(report.caughtUp).toBe(false);
-    const rest = await app.get(CleanupService).runOnce({ batchSize: 1000, timeBudgetMs: 10 * 60_000, dutyCycle: 1 });
+    const rest = await app
+      .get(CleanupService)
+      .runOnce({ batchSize: 1000, timeBudgetMs: 10 * 60_000, dutyCycle: 1 });
     expect(report.deleted.idempotency + rest.deleted.idempotency).toBe(5000);
     expect(await count('idempotency_records', `idempotency_key LIKE 'budget-%'`)).toBe(0);
   });
 
   it('pauses between full batches to keep to its duty cycle', async () => {
     await insertRecords(3000, 'paced-', 'completed', -HOUR, null);
-    const report = await app.get(CleanupService).runOnce({ batchSize: 1000, timeBudgetMs: 10 * 60_000, dutyCycle: 0.5 });
+    const report = await app
+      .get(CleanupService)
+      .runOnce({ batchSize: 1000, timeBudgetMs: 10 * 60_000, dutyCycle: 0.5 });
     expect(report.deleted.idempotency).toBe(3000);
     expect(report.statements).toBeGreaterThanOrEqual(3);
     expect(report.pausedMs).toBeGreaterThan(0);
@@ -153,10 +172,16 @@ describe.each(databaseKinds())('retention cleanup on %s', (kind) => {
 
   it('runs on its own at the interval of forRootAsync options (loop started at bootstrap, stopped at shutdown)', async () => {
     await insertRecords(1500, 'loop-', 'completed', -HOUR, null);
-    const looping = await startOpsApp(db.url, async () => ({ ...options, cleanup: { ...options.cleanup, enabled: true, intervalMs: 50 } }));
+    const looping = await startOpsApp(db.url, async () => ({
+      ...options,
+      cleanup: { ...options.cleanup, enabled: true, intervalMs: 50 },
+    }));
     try {
       const deadline = Date.now() + 30_000;
-      while ((await count('idempotency_records', `idempotency_key LIKE 'loop-%'`)) > 0 && Date.now() < deadline) {
+      while (
+        (await count('idempotency_records', `idempotency_key LIKE 'loop-%'`)) > 0 &&
+        Date.now() < deadline
+      ) {
         await new Promise((r) => setTimeout(r, 50));
       }
       expect(await count('idempotency_records', `idempotency_key LIKE 'loop-%'`)).toBe(0);
@@ -190,8 +215,12 @@ describe.each(databaseKinds())('retention cleanup on %s', (kind) => {
       const other = await startOpsApp(db.url, options);
       try {
         const [a, b]: CleanupReport[] = await Promise.all([
-          app.get(CleanupService).runOnce({ batchSize: 1000, timeBudgetMs: 10 * 60_000, dutyCycle: 1 }),
-          other.get(CleanupService).runOnce({ batchSize: 1000, timeBudgetMs: 10 * 60_000, dutyCycle: 1 }),
+          app
+            .get(CleanupService)
+            .runOnce({ batchSize: 1000, timeBudgetMs: 10 * 60_000, dutyCycle: 1 }),
+          other
+            .get(CleanupService)
+            .runOnce({ batchSize: 1000, timeBudgetMs: 10 * 60_000, dutyCycle: 1 }),
         ]);
         expect(a.errors).toEqual({});
         expect(b.errors).toEqual({});
@@ -208,7 +237,9 @@ describe.each(databaseKinds())('retention cleanup on %s', (kind) => {
 
   if (kind === 'mssql' && process.env.MSSQL_RCSI === 'on') {
     it('ran with READ_COMMITTED_SNAPSHOT ON (the CI variant)', async () => {
-      const rows = await sql(`SELECT CAST(is_read_committed_snapshot_on AS INT) AS on_ FROM sys.databases WHERE database_id = DB_ID()`);
+      const rows = await sql(
+        `SELECT CAST(is_read_committed_snapshot_on AS INT) AS on_ FROM sys.databases WHERE database_id = DB_ID()`,
+      );
       expect(Number(rows[0].on_)).toBe(1);
     });
   }

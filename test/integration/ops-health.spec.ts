@@ -1,11 +1,25 @@
 import type { INestApplication } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { FunctionPublisher, IdempotencyHealthIndicator, OutboxRelay, type OutboxHealthDetails } from '../../lib';
-import { createTestDatabase, databaseKinds, openDataSource, type TestDatabase } from '../support/databases';
+import {
+  FunctionPublisher,
+  IdempotencyHealthIndicator,
+  OutboxRelay,
+  type OutboxHealthDetails,
+} from '../../lib';
+import {
+  createTestDatabase,
+  databaseKinds,
+  openDataSource,
+  type TestDatabase,
+} from '../support/databases';
 import { clockFor, dataSourceOf, sqlFor, startOpsApp, urlOf } from '../support/ops-fixture';
 import { baseUrl, startSampleApp, type Platform } from '../support/sample-app';
 
-async function eventually<T>(probe: () => Promise<T | undefined | false>, what: string, ms = 20_000): Promise<T> {
+async function eventually<T>(
+  probe: () => Promise<T | undefined | false>,
+  what: string,
+  ms = 20_000,
+): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
     const v = await probe();
@@ -47,7 +61,12 @@ describe.each(databaseKinds())('health indicator on %s', (kind) => {
   const check = async (thresholds = {}): Promise<OutboxHealthDetails> =>
     (await app.get(IdempotencyHealthIndicator).isHealthy('outbox', thresholds)).outbox;
 
-  const insertOutbox = (id: string, status: 'pending' | 'dead', createdAgoMs: number, dueInMs: number) =>
+  const insertOutbox = (
+    id: string,
+    status: 'pending' | 'dead',
+    createdAgoMs: number,
+    dueInMs: number,
+  ) =>
     sql(
       `INSERT INTO outbox_messages (id, type, payload, status, attempts, next_attempt_at, created_at)
        VALUES (?, 'health.test', '{}', '${status}', 0, ${at(dueInMs)}, ${at(-createdAgoMs)})`,
@@ -100,7 +119,10 @@ describe.each(databaseKinds())('health indicator on %s', (kind) => {
     expect(stale.status).toBe('down');
     expect(stale.reasons?.join(' ')).toMatch(/has not polled/);
     release();
-    await eventually(async () => (await check({ relayHeartbeatTimeoutMs: 300 })).relay === 'running', 'the relay to poll again');
+    await eventually(
+      async () => (await check({ relayHeartbeatTimeoutMs: 300 })).relay === 'running',
+      'the relay to poll again',
+    );
     await eventually(async () => (await check()).pending === 0, 'the held message to be published');
   });
 
@@ -110,15 +132,26 @@ describe.each(databaseKinds())('health indicator on %s', (kind) => {
     const down = await check();
     expect(down).toMatchObject({ status: 'down', relay: 'stopped' });
     relay.start();
-    expect(await eventually(async () => ((await check()).status === 'up' ? check() : undefined), 'up again')).toMatchObject({
+    expect(
+      await eventually(
+        async () => ((await check()).status === 'up' ? check() : undefined),
+        'up again',
+      ),
+    ).toMatchObject({
       relay: 'running',
     });
   });
 
   it('reports a process without a relay as disabled, judged on the backlog only', async () => {
-    const apiOnly = await startOpsApp(db.url, { cleanup: { enabled: false }, outbox: { relayEnabled: false } });
+    const apiOnly = await startOpsApp(db.url, {
+      cleanup: { enabled: false },
+      outbox: { relayEnabled: false },
+    });
     try {
-      expect((await apiOnly.get(IdempotencyHealthIndicator).isHealthy()).outbox).toMatchObject({ status: 'up', relay: 'disabled' });
+      expect((await apiOnly.get(IdempotencyHealthIndicator).isHealthy()).outbox).toMatchObject({
+        status: 'up',
+        relay: 'disabled',
+      });
     } finally {
       await apiOnly.close();
     }

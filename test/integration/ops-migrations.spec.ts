@@ -36,10 +36,16 @@ describe.each(databaseKinds())('library migrations on %s', (kind) => {
 
   const cases: Array<[string, MigrationNamingOptions]> = [
     ['default names', {}],
-    ['custom table names', { tables: { idempotency: 'ops_keys', outbox: 'ops_events', inbox: 'ops_seen' } }],
+    [
+      'custom table names',
+      { tables: { idempotency: 'ops_keys', outbox: 'ops_events', inbox: 'ops_seen' } },
+    ],
   ];
   if (kind === 'postgres' || kind === 'mssql') {
-    cases.push(['a custom schema and table names', { schema: 'ops_schema', tables: { idempotency: 'k', outbox: 'o', inbox: 'i' } }]);
+    cases.push([
+      'a custom schema and table names',
+      { schema: 'ops_schema', tables: { idempotency: 'k', outbox: 'o', inbox: 'i' } },
+    ]);
   }
 
   it.each(cases)('run up, down, up again with %s', async (_label, naming) => {
@@ -53,14 +59,18 @@ describe.each(databaseKinds())('library migrations on %s', (kind) => {
     });
     await ds.initialize();
     try {
-      if (naming.schema) await ds.query(kind === 'mssql' ? `CREATE SCHEMA ${naming.schema}` : `CREATE SCHEMA "${naming.schema}"`);
+      if (naming.schema)
+        await ds.query(
+          kind === 'mssql' ? `CREATE SCHEMA ${naming.schema}` : `CREATE SCHEMA "${naming.schema}"`,
+        );
       const tables = tablesOf(kind, naming);
 
       const up = await ds.runMigrations({ transaction: 'each' });
       expect(up.map((m) => m.name)).toEqual(migrations.map((m) => new m().name));
       for (const t of tables) expect(await exists(ds, t)).toBe(true);
 
-      for (let i = 0; i < migrations.length; i++) await ds.undoLastMigration({ transaction: 'each' });
+      for (let i = 0; i < migrations.length; i++)
+        await ds.undoLastMigration({ transaction: 'each' });
       for (const t of tables) expect(await exists(ds, t)).toBe(false);
       expect(await ds.showMigrations()).toBe(true);
 

@@ -1,5 +1,12 @@
 import { Controller, HttpCode, INestApplication, Patch, Post, Put } from '@nestjs/common';
-import { ApiConflictResponse, ApiCreatedResponse, ApiProperty, DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
+import {
+  ApiConflictResponse,
+  ApiCreatedResponse,
+  ApiProperty,
+  DocumentBuilder,
+  SwaggerModule,
+  type OpenAPIObject,
+} from '@nestjs/swagger';
 import { Idempotent } from '../../lib';
 import { createTestDatabase, type TestDatabase } from '../support/databases';
 import { startOpsApp } from '../support/ops-fixture';
@@ -20,7 +27,12 @@ class OrdersController {
   }
 
   // @Idempotent() applied after @Post() and @HttpCode().
-  @Idempotent({ required: false, mismatchStatus: 409, headerName: 'X-Request-Key', maxKeyLength: 64 })
+  @Idempotent({
+    required: false,
+    mismatchStatus: 409,
+    headerName: 'X-Request-Key',
+    maxKeyLength: 64,
+  })
   @Post('optional')
   @HttpCode(202)
   optional() {
@@ -58,7 +70,8 @@ class ClassLevelController {
 
 const PROBLEM_REF = '#/components/schemas/IdempotencyProblemDetails';
 
-const headerParam = (op: any, name: string) => (op.parameters ?? []).find((p: any) => p.in === 'header' && p.name === name);
+const headerParam = (op: any, name: string) =>
+  (op.parameters ?? []).find((p: any) => p.in === 'header' && p.name === name);
 const problemRef = (response: any) => response?.content?.['application/problem+json']?.schema?.$ref;
 
 describe('OpenAPI documentation of @Idempotent()', () => {
@@ -68,7 +81,11 @@ describe('OpenAPI documentation of @Idempotent()', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase('sqlite');
-    app = await startOpsApp(db.url, { outbox: { relayEnabled: false }, cleanup: { enabled: false } }, { controllers: [OrdersController, ClassLevelController] });
+    app = await startOpsApp(
+      db.url,
+      { outbox: { relayEnabled: false }, cleanup: { enabled: false } },
+      { controllers: [OrdersController, ClassLevelController] },
+    );
     doc = SwaggerModule.createDocument(app, new DocumentBuilder().setTitle('t').build());
   });
 
@@ -79,20 +96,29 @@ describe('OpenAPI documentation of @Idempotent()', () => {
 
   it('documents the key header as a required request parameter, with its length limit', () => {
     const op = doc.paths['/orders'].post as any;
-    expect(headerParam(op, 'Idempotency-Key')).toMatchObject({ in: 'header', required: true, schema: { type: 'string', maxLength: 255 } });
+    expect(headerParam(op, 'Idempotency-Key')).toMatchObject({
+      in: 'header',
+      required: true,
+      schema: { type: 'string', maxLength: 255 },
+    });
   });
 
   it('puts Idempotency-Replayed on the success response as a response header (not a request parameter)', () => {
     const op = doc.paths['/orders'].post as any;
     expect(headerParam(op, 'Idempotency-Replayed')).toBeUndefined();
     expect(op.responses['201']).toBeDefined();
-    expect(op.responses['201'].headers['Idempotency-Replayed']).toMatchObject({ schema: { type: 'string', enum: ['true'] } });
+    expect(op.responses['201'].headers['Idempotency-Replayed']).toMatchObject({
+      schema: { type: 'string', enum: ['true'] },
+    });
   });
 
   it('answers 400, 409 (with Retry-After) and 422 with problem+json bodies referencing one schema component', () => {
     const op = doc.paths['/orders'].post as any;
-    for (const status of ['400', '409', '422']) expect(problemRef(op.responses[status])).toBe(PROBLEM_REF);
-    expect(op.responses['409'].headers['Retry-After']).toMatchObject({ schema: { type: 'integer' } });
+    for (const status of ['400', '409', '422'])
+      expect(problemRef(op.responses[status])).toBe(PROBLEM_REF);
+    expect(op.responses['409'].headers['Retry-After']).toMatchObject({
+      schema: { type: 'integer' },
+    });
     expect(op.responses['400'].headers?.['Idempotency-Replayed']).toBeUndefined();
     const schema = (doc.components?.schemas as any).IdempotencyProblemDetails;
     expect(schema.type).toBe('object');
@@ -102,7 +128,10 @@ describe('OpenAPI documentation of @Idempotent()', () => {
 
   it('honours required: false, the header name, the key length, @HttpCode() and mismatchStatus 409', () => {
     const op = doc.paths['/orders/optional'].post as any;
-    expect(headerParam(op, 'X-Request-Key')).toMatchObject({ required: false, schema: { maxLength: 64 } });
+    expect(headerParam(op, 'X-Request-Key')).toMatchObject({
+      required: false,
+      schema: { maxLength: 64 },
+    });
     expect(headerParam(op, 'Idempotency-Key')).toBeUndefined();
     expect(op.responses['201']).toBeUndefined();
     expect(op.responses['202'].headers['Idempotency-Replayed']).toBeDefined();
@@ -115,7 +144,9 @@ describe('OpenAPI documentation of @Idempotent()', () => {
   it("keeps the app's own responses and adds the replay headers to them", () => {
     const typed = doc.paths['/orders/typed'].post as any;
     expect(typed.responses['201'].description).toBe('Created order');
-    expect(typed.responses['201'].content['application/json'].schema.$ref).toBe('#/components/schemas/OrderDto');
+    expect(typed.responses['201'].content['application/json'].schema.$ref).toBe(
+      '#/components/schemas/OrderDto',
+    );
     expect(typed.responses['201'].headers['Idempotency-Replayed']).toBeDefined();
     expect(typed.responses['201'].headers['Idempotency-Replay-Body-Omitted']).toBeDefined();
 
@@ -169,7 +200,10 @@ describe.each<Platform>(['express', 'fastify'])('sample app OpenAPI document on 
 
   if (platform === 'express') {
     it('sends a browser to Swagger UI', async () => {
-      const r = await fetch(`${url}/docs`, { headers: { accept: 'text/html' }, redirect: 'manual' });
+      const r = await fetch(`${url}/docs`, {
+        headers: { accept: 'text/html' },
+        redirect: 'manual',
+      });
       expect(r.status).toBe(302);
       expect(r.headers.get('location')).toBe('/docs/ui');
       const ui = await fetch(`${url}/docs/ui`);

@@ -3,7 +3,11 @@ import { randomUUID } from 'node:crypto';
 import { createTestDatabase, openDataSource, type TestDatabase } from '../support/databases';
 import { baseUrl, startSampleApp, type Platform } from '../support/sample-app';
 
-async function eventually<T>(probe: () => Promise<T | undefined | false>, what: string, ms = 20_000): Promise<T> {
+async function eventually<T>(
+  probe: () => Promise<T | undefined | false>,
+  what: string,
+  ms = 20_000,
+): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
     const v = await probe();
@@ -26,71 +30,82 @@ const outbox = async (url: string, query: string) => {
   return (await r.json()) as any[];
 };
 
-describe.each<Platform>(['express', 'fastify'])('sample app operations endpoints on %s', (platform) => {
-  let db: TestDatabase;
-  let app: INestApplication;
-  let url: string;
+describe.each<Platform>(['express', 'fastify'])(
+  'sample app operations endpoints on %s',
+  (platform) => {
+    let db: TestDatabase;
+    let app: INestApplication;
+    let url: string;
 
-  beforeAll(async () => {
-    db = await createTestDatabase('sqlite');
-    app = await startSampleApp(db.url, platform);
-    url = await baseUrl(app);
-  });
+    beforeAll(async () => {
+      db = await createTestDatabase('sqlite');
+      app = await startSampleApp(db.url, platform);
+      url = await baseUrl(app);
+    });
 
-  afterAll(async () => {
-    await app?.close();
-    await db?.drop();
-  });
+    afterAll(async () => {
+      await app?.close();
+      await db?.drop();
+    });
 
-  it('lists outbox messages under /admin/outbox by status and partition key, and re-queues one', async () => {
-    const created = await pay(url, randomUUID(), 'admin-1');
-    expect(created.status).toBe(201);
-    const payment = (await created.json()) as { id: string };
-    const [sent] = await eventually(async () => {
-      const rows = await outbox(url, `status=sent&partitionKey=${payment.id}`);
-      return rows.length ? rows : undefined;
-    }, 'payment.captured to be sent');
-    expect(sent).toMatchObject({ type: 'payment.captured', status: 'sent', partitionKey: payment.id, attempts: 0 });
-    expect(typeof sent.id).toBe('string');
-    expect(await outbox(url, `status=dead&partitionKey=${payment.id}`)).toEqual([]);
+    it('lists outbox messages under /admin/outbox by status and partition key, and re-queues one', async () => {
+      const created = await pay(url, randomUUID(), 'admin-1');
+      expect(created.status).toBe(201);
+      const payment = (await created.json()) as { id: string };
+      const [sent] = await eventually(async () => {
+        const rows = await outbox(url, `status=sent&partitionKey=${payment.id}`);
+        return rows.length ? rows : undefined;
+      }, 'payment.captured to be sent');
+      expect(sent).toMatchObject({
+        type: 'payment.captured',
+        status: 'sent',
+        partitionKey: payment.id,
+        attempts: 0,
+      });
+      expect(typeof sent.id).toBe('string');
+      expect(await outbox(url, `status=dead&partitionKey=${payment.id}`)).toEqual([]);
 
-    const requeued = await fetch(`${url}/admin/outbox/${sent.id}/requeue`, { method: 'POST' });
-    expect(requeued.status).toBe(200);
-    await eventually(async () => {
-      const [row] = await outbox(url, `partitionKey=${payment.id}`);
-      return row?.status === 'sent' && row.sentAt !== sent.sentAt;
-    }, 'the re-queued message to be sent again');
+      const requeued = await fetch(`${url}/admin/outbox/${sent.id}/requeue`, { method: 'POST' });
+      expect(requeued.status).toBe(200);
+      await eventually(async () => {
+        const [row] = await outbox(url, `partitionKey=${payment.id}`);
+        return row?.status === 'sent' && row.sentAt !== sent.sentAt;
+      }, 'the re-queued message to be sent again');
 
-    const bad = await fetch(`${url}/admin/outbox?status=lost`);
-    expect(bad.status).toBe(400);
-    expect(bad.headers.get('content-type')).toContain('application/problem+json');
-  });
+      const bad = await fetch(`${url}/admin/outbox?status=lost`);
+      expect(bad.status).toBe(400);
+      expect(bad.headers.get('content-type')).toContain('application/problem+json');
+    });
 
-  it('exposes the metrics at GET /metrics in the Prometheus text format', async () => {
-    expect((await pay(url, randomUUID(), 'metrics-1')).status).toBe(201);
-    await eventually(async () => (await outbox(url, 'status=pending')).length === 0, 'the outbox to drain');
-    const r = await fetch(`${url}/metrics`);
-    expect(r.status).toBe(200);
-    expect(r.headers.get('content-type')).toMatch(/^text\/plain/);
-    expect(r.headers.get('content-type')).toContain('version=0.0.4');
-    const text = await r.text();
-    for (const line of [
-      '# TYPE idempotency_started_total counter',
-      '# TYPE idempotency_store_duration histogram',
-      '# TYPE outbox_published_total counter',
-      '# TYPE outbox_publish_lag histogram',
-      '# TYPE outbox_backlog gauge',
-      '# TYPE outbox_oldest_pending_age gauge',
-      '# TYPE outbox_dead_letters gauge',
-      '# TYPE inbox_processed_total counter',
-    ]) {
-      expect(text).toContain(line);
-    }
-    const started = /^idempotency_started_total\{[^}]*\} (\d+)/m.exec(text);
-    expect(Number(started?.[1])).toBeGreaterThanOrEqual(1);
-    expect(text).toMatch(/^outbox_backlog\{[^}]*\} 0$/m);
-  });
-});
+    it('exposes the metrics at GET /metrics in the Prometheus text format', async () => {
+      expect((await pay(url, randomUUID(), 'metrics-1')).status).toBe(201);
+      await eventually(
+        async () => (await outbox(url, 'status=pending')).length === 0,
+        'the outbox to drain',
+      );
+      const r = await fetch(`${url}/metrics`);
+      expect(r.status).toBe(200);
+      expect(r.headers.get('content-type')).toMatch(/^text\/plain/);
+      expect(r.headers.get('content-type')).toContain('version=0.0.4');
+      const text = await r.text();
+      for (const line of [
+        '# TYPE idempotency_started_total counter',
+        '# TYPE idempotency_store_duration histogram',
+        '# TYPE outbox_published_total counter',
+        '# TYPE outbox_publish_lag histogram',
+        '# TYPE outbox_backlog gauge',
+        '# TYPE outbox_oldest_pending_age gauge',
+        '# TYPE outbox_dead_letters gauge',
+        '# TYPE inbox_processed_total counter',
+      ]) {
+        expect(text).toContain(line);
+      }
+      const started = /^idempotency_started_total\{[^}]*\} (\d+)/m.exec(text);
+      expect(Number(started?.[1])).toBeGreaterThanOrEqual(1);
+      expect(text).toMatch(/^outbox_backlog\{[^}]*\} 0$/m);
+    });
+  },
+);
 
 describe('sample app retention from the environment (seconds, to watch it work)', () => {
   let db: TestDatabase;
@@ -121,11 +136,20 @@ describe('sample app retention from the environment (seconds, to watch it work)'
     const idempotency = `/admin/idempotency?scope=${encodeURIComponent('public|-|POST /payments')}&key=${key}`;
     expect((await fetch(`${url}${idempotency}`)).status).toBe(200);
 
-    await eventually(async () => (await fetch(`${url}${idempotency}`)).status === 404, 'the expired key to be deleted');
-    await eventually(async () => (await outbox(url, `partitionKey=${payment.id}`)).length === 0, 'the sent message to be deleted');
+    await eventually(
+      async () => (await fetch(`${url}${idempotency}`)).status === 404,
+      'the expired key to be deleted',
+    );
+    await eventually(
+      async () => (await outbox(url, `partitionKey=${payment.id}`)).length === 0,
+      'the sent message to be deleted',
+    );
     const ds = await openDataSource(db.url);
     try {
-      await eventually(async () => Number((await ds.query(`SELECT COUNT(*) AS n FROM inbox_messages`))[0].n) === 0, 'inbox records to be deleted');
+      await eventually(
+        async () => Number((await ds.query(`SELECT COUNT(*) AS n FROM inbox_messages`))[0].n) === 0,
+        'inbox records to be deleted',
+      );
     } finally {
       await ds.destroy();
     }

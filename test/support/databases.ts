@@ -16,22 +16,9 @@ export const MSSQL_URL = process.env.MSSQL_URL;
 
 const isCI = () => process.env.CI === 'true' || process.env.CI === '1';
 
-async function reachable(url: string): Promise<boolean> {
-  const ds = new DataSource({ ...(databaseOptionsFromUrl(url) as any), connectTimeoutMS: 3000, connectTimeout: 3000 });
-  try {
-    await ds.initialize();
-    await ds.query('SELECT 1');
-    return true;
-  } catch {
-    return false;
-  } finally {
-    if (ds.isInitialized) await ds.destroy();
-  }
-}
-
 /**
- * The databases of this run: SQLite always; PostgreSQL and MariaDB when reachable, and
- * always in CI (CI=true), where an unreachable one fails the run instead of being skipped;
+ * The databases of this run: SQLite always; PostgreSQL and MariaDB unless SKIP_POSTGRES=1 /
+ * SKIP_MARIADB=1 (an unreachable one fails the run, it is never skipped silently);
  * SQL Server whenever MSSQL_URL is set. Call at module level: `describe.each(await …)` is not
  * possible in Jest, so suites use `forEachDatabase()`.
  */
@@ -52,16 +39,26 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-const unique = (prefix: string) => `${prefix}_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
+const unique = (prefix: string) =>
+  `${prefix}_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
 
 export async function createTestDatabase(kind: TestDatabaseKind['name']): Promise<TestDatabase> {
   switch (kind) {
     case 'sqlite': {
       const dir = mkdtempSync(join(tmpdir(), 'eo-sqlite-'));
-      return { kind, url: `sqlite:${join(dir, 'test.sqlite')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+      return {
+        kind,
+        url: `sqlite:${join(dir, 'test.sqlite')}`,
+        drop: async () => rmSync(dir, { recursive: true, force: true }),
+      };
     }
     case 'postgres':
-      return createServerDatabase(kind, PG_ADMIN_URL, (name) => `CREATE DATABASE ${name}`, (name) => `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      return createServerDatabase(
+        kind,
+        PG_ADMIN_URL,
+        (name) => `CREATE DATABASE ${name}`,
+        (name) => `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`,
+      );
     case 'mariadb':
       return createServerDatabase(
         kind,
@@ -75,7 +72,8 @@ export async function createTestDatabase(kind: TestDatabaseKind['name']): Promis
         kind,
         MSSQL_URL,
         (name) => `CREATE DATABASE ${name}`,
-        (name) => `IF DB_ID('${name}') IS NOT NULL BEGIN ALTER DATABASE ${name} SET SINGLE_USER WITH ROLLBACK IMMEDIATE; DROP DATABASE ${name}; END`,
+        (name) =>
+          `IF DB_ID('${name}') IS NOT NULL BEGIN ALTER DATABASE ${name} SET SINGLE_USER WITH ROLLBACK IMMEDIATE; DROP DATABASE ${name}; END`,
       );
   }
 }
@@ -87,11 +85,17 @@ async function createServerDatabase(
   drop: (name: string) => string,
 ): Promise<TestDatabase> {
   const name = unique('eo');
-  const admin = new DataSource({ ...(databaseOptionsFromUrl(adminUrl) as any), connectTimeoutMS: 5000, connectTimeout: 5000 });
+  const admin = new DataSource({
+    ...(databaseOptionsFromUrl(adminUrl) as any),
+    connectTimeoutMS: 5000,
+    connectTimeout: 5000,
+  });
   try {
     await admin.initialize();
   } catch (e) {
-    const hint = isCI() ? ' (CI=true: every database of the suite must be reachable)' : ' (set SKIP_' + kind.toUpperCase() + '=1 to leave it out locally)';
+    const hint = isCI()
+      ? ' (CI=true: every database of the suite must be reachable)'
+      : ' (set SKIP_' + kind.toUpperCase() + '=1 to leave it out locally)';
     throw new Error(`${kind} at ${adminUrl} is unreachable${hint}: ${(e as Error).message}`);
   }
   await admin.query(create(name));

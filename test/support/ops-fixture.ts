@@ -61,10 +61,16 @@ export async function startOpsApp(
       ClsModule.forRoot({
         global: true,
         middleware: { mount: true },
-        plugins: [new ClsPluginTransactional({ adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: getDataSourceToken() }) })],
+        plugins: [
+          new ClsPluginTransactional({
+            adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: getDataSourceToken() }),
+          }),
+        ],
       }),
       typeof options === 'function'
-        ? IdempotencyModule.forRootAsync({ useFactory: async () => ({ logger: false, ...(await options()) }) })
+        ? IdempotencyModule.forRootAsync({
+            useFactory: async () => ({ logger: false, ...(await options()) }),
+          })
         : IdempotencyModule.forRoot({ logger: false, ...options }),
       IdempotencyAdminModule.register({ path: 'admin' }),
     ],
@@ -89,7 +95,9 @@ export function dataSourceOf(app: INestApplication): DataSource {
 /** String concatenation of a literal prefix and an integer column. */
 export function concatFor(kind: TestDatabaseKind['name']) {
   return (prefix: string, column: string) =>
-    kind === 'mariadb' || kind === 'mssql' ? `CONCAT('${prefix}', ${column})` : `('${prefix}' || ${column})`;
+    kind === 'mariadb' || kind === 'mssql'
+      ? `CONCAT('${prefix}', ${column})`
+      : `('${prefix}' || ${column})`;
 }
 
 /** A raw SQL runner for one database kind: `?` placeholders are rewritten to the dialect's. */
@@ -97,7 +105,11 @@ export function sqlFor(kind: TestDatabaseKind['name'], ds: DataSource) {
   return (sql: string, params: unknown[] = []) => {
     let i = 0;
     const text =
-      kind === 'postgres' ? sql.replace(/\?/g, () => `$${++i}`) : kind === 'mssql' ? sql.replace(/\?/g, () => `@${i++}`) : sql;
+      kind === 'postgres'
+        ? sql.replace(/\?/g, () => `$${++i}`)
+        : kind === 'mssql'
+          ? sql.replace(/\?/g, () => `@${i++}`)
+          : sql;
     return ds.query(text, params);
   };
 }
@@ -106,13 +118,17 @@ export function sqlFor(kind: TestDatabaseKind['name'], ds: DataSource) {
 export function clockFor(kind: TestDatabaseKind['name']) {
   switch (kind) {
     case 'postgres':
-      return (ms: number) => `(statement_timestamp() + (${Math.trunc(ms)})::bigint * interval '1 millisecond')`;
+      return (ms: number) =>
+        `(statement_timestamp() + (${Math.trunc(ms)})::bigint * interval '1 millisecond')`;
     case 'mariadb':
-      return (ms: number) => `DATE_ADD(UTC_TIMESTAMP(3), INTERVAL ${Math.trunc(ms) * 1000} MICROSECOND)`;
+      return (ms: number) =>
+        `DATE_ADD(UTC_TIMESTAMP(3), INTERVAL ${Math.trunc(ms) * 1000} MICROSECOND)`;
     case 'mssql':
-      return (ms: number) => `DATEADD(second, ${Math.trunc(ms / 1000)}, DATEADD(millisecond, ${Math.trunc(ms % 1000)}, SYSUTCDATETIME()))`;
+      return (ms: number) =>
+        `DATEADD(second, ${Math.trunc(ms / 1000)}, DATEADD(millisecond, ${Math.trunc(ms % 1000)}, SYSUTCDATETIME()))`;
     case 'sqlite':
-      return (ms: number) => `strftime('%Y-%m-%d %H:%M:%f', 'now', '${ms >= 0 ? '+' : ''}${ms / 1000} seconds')`;
+      return (ms: number) =>
+        `strftime('%Y-%m-%d %H:%M:%f', 'now', '${ms >= 0 ? '+' : ''}${ms / 1000} seconds')`;
   }
 }
 
@@ -120,14 +136,17 @@ export function clockFor(kind: TestDatabaseKind['name']) {
 export function clockMinusFor(kind: TestDatabaseKind['name']) {
   switch (kind) {
     case 'postgres':
-      return (ms: number, column: string) => `(statement_timestamp() + (${Math.trunc(ms)} - ${column})::bigint * interval '1 millisecond')`;
+      return (ms: number, column: string) =>
+        `(statement_timestamp() + (${Math.trunc(ms)} - ${column})::bigint * interval '1 millisecond')`;
     case 'mariadb':
-      return (ms: number, column: string) => `DATE_ADD(UTC_TIMESTAMP(3), INTERVAL (${Math.trunc(ms)} - ${column}) * 1000 MICROSECOND)`;
+      return (ms: number, column: string) =>
+        `DATE_ADD(UTC_TIMESTAMP(3), INTERVAL (${Math.trunc(ms)} - ${column}) * 1000 MICROSECOND)`;
     case 'mssql':
       return (ms: number, column: string) =>
         `DATEADD(millisecond, -${column}, DATEADD(second, ${Math.trunc(ms / 1000)}, DATEADD(millisecond, ${Math.trunc(ms % 1000)}, SYSUTCDATETIME())))`;
     case 'sqlite':
-      return (ms: number, column: string) => `strftime('%Y-%m-%d %H:%M:%f', 'now', ((${ms} - ${column}) / 1000.0) || ' seconds')`;
+      return (ms: number, column: string) =>
+        `strftime('%Y-%m-%d %H:%M:%f', 'now', ((${ms} - ${column}) / 1000.0) || ' seconds')`;
   }
 }
 
@@ -135,15 +154,22 @@ export function clockMinusFor(kind: TestDatabaseKind['name']) {
  * A set-based row source of `n` integers 1..n (`n` ≤ 1,000,000) as a FROM clause with a column
  * `i`, per database: generate_series, a recursive CTE, or cross-joined digits.
  */
-export function seriesFor(kind: TestDatabaseKind['name'], n: number): { with: string; from: string } {
+export function seriesFor(
+  kind: TestDatabaseKind['name'],
+  n: number,
+): { with: string; from: string } {
   switch (kind) {
     case 'postgres':
       return { with: '', from: `generate_series(1, ${n}) AS g(i)` };
     case 'sqlite':
-      return { with: `WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < ${n}) `, from: 'g' };
+      return {
+        with: `WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < ${n}) `,
+        from: 'g',
+      };
     case 'mariadb':
     case 'mssql': {
-      const digits = '(SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)';
+      const digits =
+        '(SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)';
       const places = Math.max(1, Math.ceil(Math.log10(n)));
       const names = Array.from({ length: places }, (_, k) => `d${k}`);
       const sum = names.map((a, k) => `${10 ** k} * ${a}.d`).join(' + ');

@@ -11,7 +11,11 @@ export interface RawResponse {
  * Sends one HTTP/1.1 request as raw bytes over a TCP socket (loopback), so tests can send what a
  * well-behaved client library refuses to: invalid header bytes, repeated headers, invalid UTF-8.
  */
-export function rawRequest(baseUrl: string, head: Buffer | string, body: Buffer = Buffer.alloc(0)): Promise<RawResponse> {
+export function rawRequest(
+  baseUrl: string,
+  head: Buffer | string,
+  body: Buffer = Buffer.alloc(0),
+): Promise<RawResponse> {
   const u = new URL(baseUrl);
   return new Promise((resolve, reject) => {
     const socket = connect(Number(u.port), u.hostname);
@@ -39,9 +43,21 @@ export function rawRequest(baseUrl: string, head: Buffer | string, body: Buffer 
 }
 
 /** Builds a request head; header values are written byte for byte (latin1). */
-export function requestHead(method: string, path: string, headers: Array<[string, string | Buffer]>, bodyLength: number): Buffer {
-  const parts: Buffer[] = [Buffer.from(`${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n`, 'latin1')];
-  for (const [k, v] of headers) parts.push(Buffer.from(`${k}: `, 'latin1'), Buffer.isBuffer(v) ? v : Buffer.from(v, 'latin1'), Buffer.from('\r\n'));
+export function requestHead(
+  method: string,
+  path: string,
+  headers: Array<[string, string | Buffer]>,
+  bodyLength: number,
+): Buffer {
+  const parts: Buffer[] = [
+    Buffer.from(`${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n`, 'latin1'),
+  ];
+  for (const [k, v] of headers)
+    parts.push(
+      Buffer.from(`${k}: `, 'latin1'),
+      Buffer.isBuffer(v) ? v : Buffer.from(v, 'latin1'),
+      Buffer.from('\r\n'),
+    );
   parts.push(Buffer.from(`Content-Length: ${bodyLength}\r\n\r\n`, 'latin1'));
   return Buffer.concat(parts);
 }

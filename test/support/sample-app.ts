@@ -7,7 +7,11 @@ import { createSampleApp } from '../../sample-app/main';
 export type Platform = 'express' | 'fastify';
 
 /** Boots the sample app in this process on a test database. */
-export async function startSampleApp(dbUrl: string, platform: Platform, env: Record<string, string> = {}): Promise<INestApplication> {
+export async function startSampleApp(
+  dbUrl: string,
+  platform: Platform,
+  env: Record<string, string> = {},
+): Promise<INestApplication> {
   const saved: Record<string, string | undefined> = {};
   for (const [k, v] of Object.entries(env)) {
     saved[k] = process.env[k];
@@ -66,7 +70,8 @@ export async function spawnSampleApp(env: Record<string, string>): Promise<AppPr
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 30_000;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`sample app exited with ${child.exitCode}:\n${out}`);
+    if (child.exitCode !== null)
+      throw new Error(`sample app exited with ${child.exitCode}:\n${out}`);
     try {
       const r = await fetch(`${url}/health`);
       if (r.status === 200) break;

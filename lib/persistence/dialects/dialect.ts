@@ -34,7 +34,10 @@ export interface ReserveParams {
  * it in the same round trip; otherwise the caller reads it). `locked`: an uncommitted reservation
  * holds it (another request with this key is in flight).
  */
-export type ReserveOutcome = { outcome: 'inserted'; id: string } | { outcome: 'exists'; row?: IdempotencyRow } | { outcome: 'locked' };
+export type ReserveOutcome =
+  | { outcome: 'inserted'; id: string }
+  | { outcome: 'exists'; row?: IdempotencyRow }
+  | { outcome: 'locked' };
 
 export interface CompleteParams {
   id: string;
@@ -45,14 +48,18 @@ export interface CompleteParams {
   ttlMs: number;
 }
 
-
 /** Every idempotency-ledger statement a dialect must provide. */
 export interface IdempotencySql {
   /** Atomic reservation: insert guarded by the unique (scope, key) index, with a short lock wait. */
   reserve(exec: SqlExecutor, p: ReserveParams): Promise<ReserveOutcome>;
   find(exec: SqlExecutor, scope: string, key: string): Promise<IdempotencyRow | undefined>;
   /** Takes over an expired record, or a started one whose lease (held by `expectedToken`) has lapsed. */
-  takeOver(exec: SqlExecutor, id: string, expectedToken: string | null, p: ReserveParams): Promise<boolean>;
+  takeOver(
+    exec: SqlExecutor,
+    id: string,
+    expectedToken: string | null,
+    p: ReserveParams,
+  ): Promise<boolean>;
   /** Compare-and-set completion: only the holder of `leaseToken` on a started record succeeds. */
   complete(exec: SqlExecutor, p: CompleteParams): Promise<boolean>;
   /** Deletes our started reservation (handler failed): the key is free for the retry. */
@@ -107,7 +114,13 @@ export interface InboxSql {
    * attempt (status `failed` once `maxAttempts` is reached, else `retrying`). A record another
    * delivery has settled meanwhile is left alone and returned as it is.
    */
-  recordFailure(exec: SqlExecutor, consumer: string, messageId: string, error: string, maxAttempts: number): Promise<InboxFailureCount>;
+  recordFailure(
+    exec: SqlExecutor,
+    consumer: string,
+    messageId: string,
+    error: string,
+    maxAttempts: number,
+  ): Promise<InboxFailureCount>;
   find(exec: SqlExecutor, consumer: string, messageId: string): Promise<InboxRow | undefined>;
   /** Deletes one record (an operator lets a failed message run again). */
   remove(exec: SqlExecutor, consumer: string, messageId: string): Promise<number>;
@@ -124,7 +137,8 @@ export function settledClaim(r: any): InboxClaim {
 }
 
 export function mapInboxRow(r: any): InboxRow {
-  const time = (v: unknown): Date | null => (v === null || v === undefined ? null : v instanceof Date ? v : parseDbTime(String(v)));
+  const time = (v: unknown): Date | null =>
+    v === null || v === undefined ? null : v instanceof Date ? v : parseDbTime(String(v));
   return {
     consumer: str(r.consumer),
     messageId: str(r.message_id),
@@ -166,9 +180,19 @@ export interface CleanupSql {
   /** Idempotency records past their expiry, never a started record whose lease is still live. */
   expiredIdempotency(exec: SqlExecutor, limit: number, from?: unknown): Promise<CleanupBatch>;
   /** Outbox messages sent more than `retentionMs` ago (pending and dead ones stay). */
-  sentOutbox(exec: SqlExecutor, limit: number, retentionMs: number, from?: unknown): Promise<CleanupBatch>;
+  sentOutbox(
+    exec: SqlExecutor,
+    limit: number,
+    retentionMs: number,
+    from?: unknown,
+  ): Promise<CleanupBatch>;
   /** Inbox records received more than `retentionMs` ago. */
-  oldInbox(exec: SqlExecutor, limit: number, retentionMs: number, from?: unknown): Promise<CleanupBatch>;
+  oldInbox(
+    exec: SqlExecutor,
+    limit: number,
+    retentionMs: number,
+    from?: unknown,
+  ): Promise<CleanupBatch>;
   /** Errors after which the same statement may simply run again (deadlock victim, lock timeout, busy). */
   isRetryable(error: unknown): boolean;
 }
@@ -200,11 +224,27 @@ export interface ConditionalSql {
    * Updates the row with `key` when its version is one of `expected` (or when it exists, for
    * `'any'`) and bumps the version; returns the new version, or undefined when no row matched.
    */
-  update(exec: SqlExecutor, t: VersionedTableSql, key: unknown[], set: ColumnValue[], expected: VersionValue[] | 'any'): Promise<VersionValue | undefined>;
+  update(
+    exec: SqlExecutor,
+    t: VersionedTableSql,
+    key: unknown[],
+    set: ColumnValue[],
+    expected: VersionValue[] | 'any',
+  ): Promise<VersionValue | undefined>;
   /** Inserts the row (keys included in `values`); returns its version, or undefined when a row with that primary key exists. */
-  insert(exec: SqlExecutor, t: VersionedTableSql, key: unknown[], values: ColumnValue[]): Promise<VersionValue | undefined>;
+  insert(
+    exec: SqlExecutor,
+    t: VersionedTableSql,
+    key: unknown[],
+    values: ColumnValue[],
+  ): Promise<VersionValue | undefined>;
   /** Deletes the row when its version is one of `expected` (or when it exists, for `'any'`); true when a row was deleted. */
-  delete(exec: SqlExecutor, t: VersionedTableSql, key: unknown[], expected: VersionValue[] | 'any'): Promise<boolean>;
+  delete(
+    exec: SqlExecutor,
+    t: VersionedTableSql,
+    key: unknown[],
+    expected: VersionValue[] | 'any',
+  ): Promise<boolean>;
 }
 
 /** The outbox figures the health indicator and the backlog gauges report. */
@@ -233,6 +273,13 @@ export interface Dialect {
   readonly name: DialectName;
   /** One writer at a time (SQLite): the library serializes transactions in process. */
   readonly singleWriter: boolean;
+  /**
+   * A plain read outside any transaction never waits on another transaction's uncommitted write
+   * (MVCC reads on PostgreSQL and InnoDB; on SQLite the in-process in-flight registry answers
+   * first). False on SQL Server, where a read under locking READ COMMITTED queues behind an
+   * in-flight reservation: the gate's replay look-up is not used there.
+   */
+  readonly nonBlockingReads: boolean;
   readonly tables: QuotedTables;
   readonly idempotency: IdempotencySql;
   readonly conditional: ConditionalSql;
@@ -252,19 +299,29 @@ export interface TableNaming {
 export type TableRef = (name: keyof QuotedTables) => { qualified: string; bare: string };
 
 /** Builds the quoted, schema-qualified names for a dialect's quoting rule. */
-export function tableRefs(naming: TableNaming, quote: (id: string) => string, useSchema = true): TableRef {
+export function tableRefs(
+  naming: TableNaming,
+  quote: (id: string) => string,
+  useSchema = true,
+): TableRef {
   return (name) => {
     const bare = naming.tables[name];
-    const qualified = useSchema && naming.schema ? `${quote(naming.schema)}.${quote(bare)}` : quote(bare);
+    const qualified =
+      useSchema && naming.schema ? `${quote(naming.schema)}.${quote(bare)}` : quote(bare);
     return { qualified, bare };
   };
 }
 
 export function quotedTables(ref: TableRef): QuotedTables {
-  return { idempotency: ref('idempotency').qualified, outbox: ref('outbox').qualified, inbox: ref('inbox').qualified };
+  return {
+    idempotency: ref('idempotency').qualified,
+    outbox: ref('outbox').qualified,
+    inbox: ref('inbox').qualified,
+  };
 }
 
-export const bool = (v: unknown): boolean => v === true || v === 1 || v === '1' || v === 't' || v === 'true';
+export const bool = (v: unknown): boolean =>
+  v === true || v === 1 || v === '1' || v === 't' || v === 'true';
 export const num = (v: unknown): number => (v === null || v === undefined ? 0 : Number(v));
 export const str = (v: unknown): string => String(v);
 export const buf = (v: unknown): Buffer | null =>
@@ -275,7 +332,10 @@ export function mapIdempotencyRow(r: any): IdempotencyRow {
     id: str(r.id),
     state: r.state,
     requestHash: buf(r.request_hash) ?? Buffer.alloc(0),
-    responseStatus: r.response_status === null || r.response_status === undefined ? null : Number(r.response_status),
+    responseStatus:
+      r.response_status === null || r.response_status === undefined
+        ? null
+        : Number(r.response_status),
     responseHeaders: r.response_headers ?? null,
     responseBody: buf(r.response_body),
     leaseToken: r.lease_token ?? null,

@@ -12,7 +12,11 @@ export function columnTypes(db: DialectName) {
     ascii: (length: number, nullable = false) => c({ type: 'varchar', length, nullable }),
     int: (nullable = false) => c({ type: db === 'sqlite' ? 'integer' : 'int', nullable }),
     binary: (length: number, nullable = false) =>
-      c({ type: db === 'postgres' ? 'bytea' : db === 'sqlite' ? 'blob' : 'varbinary', ...(db === 'mssql' || db === 'mysql' ? { length } : {}), nullable }),
+      c({
+        type: db === 'postgres' ? 'bytea' : db === 'sqlite' ? 'blob' : 'varbinary',
+        ...(db === 'mssql' || db === 'mysql' ? { length } : {}),
+        nullable,
+      }),
     blob: (nullable = true) =>
       c(
         db === 'mssql'
@@ -20,7 +24,11 @@ export function columnTypes(db: DialectName) {
           : { type: db === 'postgres' ? 'bytea' : db === 'mysql' ? 'longblob' : 'blob', nullable },
       ),
     text: (nullable = true) =>
-      c(db === 'mssql' ? { type: 'nvarchar', length: 'MAX', nullable } : { type: db === 'mysql' ? 'mediumtext' : 'text', nullable }),
+      c(
+        db === 'mssql'
+          ? { type: 'nvarchar', length: 'MAX', nullable }
+          : { type: db === 'mysql' ? 'mediumtext' : 'text', nullable },
+      ),
     time: (nullable = false) =>
       c(
         db === 'mssql'

@@ -19,7 +19,11 @@ export interface IdempotencyRecord {
   expiresAt: Date;
 }
 
-export function idempotencyRecordEntity(db: DialectName, table: string, schema?: string): EntitySchema<IdempotencyRecord> {
+export function idempotencyRecordEntity(
+  db: DialectName,
+  table: string,
+  schema?: string,
+): EntitySchema<IdempotencyRecord> {
   const t = columnTypes(db);
   return new EntitySchema<IdempotencyRecord>({
     name: 'IdempotencyRecord',

@@ -13,10 +13,17 @@ export interface MigrationNamingOptions {
  * (`migrations: [...getIdempotencyMigrations(), ...]`). Pass the same schema and table names as
  * to `IdempotencyModule.forRoot()`. DDL per database lives in `persistence/dialects/<db>/schema.sql.ts`.
  */
-export function getIdempotencyMigrations(options: MigrationNamingOptions = {}): Array<new () => MigrationInterface> {
-  const naming: TableNaming = { schema: options.schema, tables: { ...DEFAULT_OPTIONS.tables, ...options.tables } };
+export function getIdempotencyMigrations(
+  options: MigrationNamingOptions = {},
+): Array<new () => MigrationInterface> {
+  const naming: TableNaming = {
+    schema: options.schema,
+    tables: { ...DEFAULT_OPTIONS.tables, ...options.tables },
+  };
   return [
-    defineMigration('CreateIdempotencyRecords1763700000000', naming, (ddl, f) => ddl.idempotency(f)),
+    defineMigration('CreateIdempotencyRecords1763700000000', naming, (ddl, f) =>
+      ddl.idempotency(f),
+    ),
     defineMigration('CreateOutboxMessages1763700000200', naming, (ddl, f) => ddl.outbox(f)),
     defineMigration('CreateInboxMessages1763700000300', naming, (ddl, f) => ddl.inbox(f)),
   ];

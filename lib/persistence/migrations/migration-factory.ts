@@ -24,11 +24,13 @@ export function defineMigration(
     name = className;
     async up(queryRunner: QueryRunner): Promise<void> {
       const ddl = createDialectForDdl(queryRunner.connection.options.type, naming).schema;
-      for (const sql of pick(ddl, await serverFeatures(queryRunner)).up) await queryRunner.query(sql);
+      for (const sql of pick(ddl, await serverFeatures(queryRunner)).up)
+        await queryRunner.query(sql);
     }
     async down(queryRunner: QueryRunner): Promise<void> {
       const ddl = createDialectForDdl(queryRunner.connection.options.type, naming).schema;
-      for (const sql of pick(ddl, await serverFeatures(queryRunner)).down) await queryRunner.query(sql);
+      for (const sql of pick(ddl, await serverFeatures(queryRunner)).down)
+        await queryRunner.query(sql);
     }
   };
   Object.defineProperty(migration, 'name', { value: className });

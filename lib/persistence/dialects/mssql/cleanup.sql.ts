@@ -23,7 +23,8 @@ export function mssqlCleanupSql(t: QuotedTables): CleanupSql {
     (hints ??= exec(
       `SELECT CAST(is_read_committed_snapshot_on AS INT) AS rcsi FROM sys.databases WHERE database_id = DB_ID()`,
     ).then(
-      ({ rows }) => (Number(rows[0]?.rcsi) === 1 ? 'READPAST, READCOMMITTEDLOCK' : 'ROWLOCK, READPAST'),
+      ({ rows }) =>
+        Number(rows[0]?.rcsi) === 1 ? 'READPAST, READCOMMITTEDLOCK' : 'ROWLOCK, READPAST',
       (e) => {
         hints = undefined;
         throw e;
@@ -31,7 +32,12 @@ export function mssqlCleanupSql(t: QuotedTables): CleanupSql {
     ));
   // No sweep cursor: DELETE TOP takes no ORDER BY, and SQL Server's ghost cleanup removes
   // deleted index entries in the background.
-  const deleteTop = async (exec: SqlExecutor, table: string, where: string, params: unknown[]): Promise<CleanupBatch> => {
+  const deleteTop = async (
+    exec: SqlExecutor,
+    table: string,
+    where: string,
+    params: unknown[],
+  ): Promise<CleanupBatch> => {
     const { rows } = await exec(
       `DELETE TOP (@0) FROM ${table} WITH (${await tableHints(exec)}) WHERE ${where}; SELECT @@ROWCOUNT AS n;`,
       params,
@@ -49,7 +55,10 @@ export function mssqlCleanupSql(t: QuotedTables): CleanupSql {
       );
     },
     sentOutbox(exec, limit, retentionMs) {
-      return deleteTop(exec, t.outbox, `status = 'sent' AND sent_at <= ${minus('@1')}`, [limit, retentionMs]);
+      return deleteTop(exec, t.outbox, `status = 'sent' AND sent_at <= ${minus('@1')}`, [
+        limit,
+        retentionMs,
+      ]);
     },
     oldInbox(exec, limit, retentionMs) {
       return deleteTop(exec, t.inbox, `received_at <= ${minus('@1')}`, [limit, retentionMs]);
@@ -57,7 +66,11 @@ export function mssqlCleanupSql(t: QuotedTables): CleanupSql {
     isRetryable(error) {
       // 1205: chosen as deadlock victim; 1222: lock request time out period exceeded.
       const e = error as any;
-      const n = e?.number ?? e?.driverError?.number ?? e?.originalError?.info?.number ?? e?.driverError?.originalError?.info?.number;
+      const n =
+        e?.number ??
+        e?.driverError?.number ??
+        e?.originalError?.info?.number ??
+        e?.driverError?.originalError?.info?.number;
       return n === 1205 || n === 1222;
     },
   };

@@ -18,7 +18,11 @@ export function mssqlHealthSql(t: QuotedTables): HealthSql {
                 (SELECT COUNT_BIG(*) FROM ${T} WITH (NOLOCK) WHERE status = 'dead') AS dead`,
       );
       const r = rows[0] ?? {};
-      return { pending: num(r.pending), oldestPendingAgeMs: Math.max(0, num(r.oldest_ms)), dead: num(r.dead) };
+      return {
+        pending: num(r.pending),
+        oldestPendingAgeMs: Math.max(0, num(r.oldest_ms)),
+        dead: num(r.dead),
+      };
     },
   };
 }

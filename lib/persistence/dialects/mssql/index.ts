@@ -16,6 +16,7 @@ export function createMssqlDialect(naming: TableNaming): Dialect {
   return {
     name: 'mssql',
     singleWriter: false,
+    nonBlockingReads: false,
     tables,
     idempotency: mssqlIdempotencySql(tables),
     conditional: mssqlConditionalSql(),

@@ -4,8 +4,11 @@ import type { SchemaDdl, ServerFeatures } from '../dialect';
  * SQL Server DDL. Keys and scopes use a binary collation (Latin1_General_100_BIN2) so that
  * keys differing only in case are different keys, whatever the database's default collation.
  */
-export function mssqlSchema(table: (name: 'idempotency' | 'outbox' | 'inbox') => { qualified: string; bare: string }): SchemaDdl {
-  const withSeq = (f: ServerFeatures) => (f.sequentialKeyOption ? ' WITH (OPTIMIZE_FOR_SEQUENTIAL_KEY = ON)' : '');
+export function mssqlSchema(
+  table: (name: 'idempotency' | 'outbox' | 'inbox') => { qualified: string; bare: string },
+): SchemaDdl {
+  const withSeq = (f: ServerFeatures) =>
+    f.sequentialKeyOption ? ' WITH (OPTIMIZE_FOR_SEQUENTIAL_KEY = ON)' : '';
   return {
     outbox(f) {
       // Clustered on the BIGINT IDENTITY sequence: inserts append (OPTIMIZE_FOR_SEQUENTIAL_KEY on

@@ -10,9 +10,19 @@ import type { SqlExecutor } from '../../sql-executor';
  */
 export function mysqlCleanupSql(t: QuotedTables): CleanupSql {
   // No sweep cursor: InnoDB's purge removes delete-marked index records in the background.
-  const deleteSome = async (exec: SqlExecutor, table: string, where: string, order: string, limit: number, params: unknown[]): Promise<CleanupBatch> => {
+  const deleteSome = async (
+    exec: SqlExecutor,
+    table: string,
+    where: string,
+    order: string,
+    limit: number,
+    params: unknown[],
+  ): Promise<CleanupBatch> => {
     const n = Math.max(1, Math.floor(limit));
-    const { affected } = await exec(`DELETE FROM ${table} WHERE ${where} ORDER BY ${order} LIMIT ${n}`, params);
+    const { affected } = await exec(
+      `DELETE FROM ${table} WHERE ${where} ORDER BY ${order} LIMIT ${n}`,
+      params,
+    );
     return { deleted: affected };
   };
   const cutoff = `DATE_SUB(UTC_TIMESTAMP(3), INTERVAL (?) * 1000 MICROSECOND)`;
@@ -30,10 +40,19 @@ export function mysqlCleanupSql(t: QuotedTables): CleanupSql {
       );
     },
     sentOutbox(exec, limit, retentionMs) {
-      return deleteSome(exec, t.outbox, `status = 'sent' AND sent_at <= ${cutoff}`, 'sent_at', limit, [retentionMs]);
+      return deleteSome(
+        exec,
+        t.outbox,
+        `status = 'sent' AND sent_at <= ${cutoff}`,
+        'sent_at',
+        limit,
+        [retentionMs],
+      );
     },
     oldInbox(exec, limit, retentionMs) {
-      return deleteSome(exec, t.inbox, `received_at <= ${cutoff}`, 'received_at', limit, [retentionMs]);
+      return deleteSome(exec, t.inbox, `received_at <= ${cutoff}`, 'received_at', limit, [
+        retentionMs,
+      ]);
     },
     isRetryable(error) {
       // ER_LOCK_DEADLOCK, ER_LOCK_WAIT_TIMEOUT

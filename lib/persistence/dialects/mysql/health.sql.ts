@@ -13,7 +13,11 @@ export function mysqlHealthSql(t: QuotedTables): HealthSql {
                 (SELECT COUNT(*) FROM ${T} WHERE status = 'dead') AS dead`,
       );
       const r = rows[0] ?? {};
-      return { pending: num(r.pending), oldestPendingAgeMs: Math.max(0, num(r.oldest_ms)), dead: num(r.dead) };
+      return {
+        pending: num(r.pending),
+        oldestPendingAgeMs: Math.max(0, num(r.oldest_ms)),
+        dead: num(r.dead),
+      };
     },
   };
 }

@@ -24,11 +24,16 @@ export function mysqlIdempotencySql(t: QuotedTables, isMariaDb: boolean): Idempo
         VALUES (?, ?, ?, 'started', ?, ${plus()}, UTC_TIMESTAMP(3), ${plus()})`;
       const params = [p.scope, p.key, p.requestHash, p.leaseToken, p.leaseMs, p.ttlMs];
       // MariaDB accepts 0 (no wait); MySQL's minimum is 1 second.
-      const seconds = isMariaDb ? Math.floor(p.lockTimeoutMs / 1000) : Math.max(1, Math.ceil(p.lockTimeoutMs / 1000));
+      const seconds = isMariaDb
+        ? Math.floor(p.lockTimeoutMs / 1000)
+        : Math.max(1, Math.ceil(p.lockTimeoutMs / 1000));
       try {
         let res;
         if (isMariaDb) {
-          res = await exec(`SET STATEMENT innodb_lock_wait_timeout = ${seconds} FOR ${insert}`, params);
+          res = await exec(
+            `SET STATEMENT innodb_lock_wait_timeout = ${seconds} FOR ${insert}`,
+            params,
+          );
         } else {
           await exec(`SET SESSION innodb_lock_wait_timeout = ${seconds}`);
           try {
@@ -81,10 +86,16 @@ export function mysqlIdempotencySql(t: QuotedTables, isMariaDb: boolean): Idempo
       return affected === 1;
     },
     async release(exec, id, leaseToken) {
-      await exec(`DELETE FROM ${T} WHERE id = ? AND lease_token = ? AND state = 'started'`, [id, leaseToken]);
+      await exec(`DELETE FROM ${T} WHERE id = ? AND lease_token = ? AND state = 'started'`, [
+        id,
+        leaseToken,
+      ]);
     },
     async evict(exec, scope, key) {
-      const { affected } = await exec(`DELETE FROM ${T} WHERE scope = ? AND idempotency_key = ?`, [scope, key]);
+      const { affected } = await exec(`DELETE FROM ${T} WHERE scope = ? AND idempotency_key = ?`, [
+        scope,
+        key,
+      ]);
       return affected;
     },
   };

@@ -16,6 +16,7 @@ export function createMysqlDialect(naming: TableNaming, isMariaDb: boolean): Dia
   return {
     name: 'mysql',
     singleWriter: false,
+    nonBlockingReads: true,
     tables,
     idempotency: mysqlIdempotencySql(tables, isMariaDb),
     conditional: mysqlConditionalSql(),

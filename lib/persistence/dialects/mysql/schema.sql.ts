@@ -1,7 +1,9 @@
 import type { SchemaDdl } from '../dialect';
 
 /** MySQL/MariaDB DDL: binary collations so keys are case-sensitive; InnoDB for row locks. */
-export function mysqlSchema(table: (name: 'idempotency' | 'outbox' | 'inbox') => { qualified: string; bare: string }): SchemaDdl {
+export function mysqlSchema(
+  table: (name: 'idempotency' | 'outbox' | 'inbox') => { qualified: string; bare: string },
+): SchemaDdl {
   return {
     outbox() {
       // No partial indexes: (status, seq) puts the pending rows in one contiguous range in

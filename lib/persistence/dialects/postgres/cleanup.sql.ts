@@ -55,14 +55,30 @@ export function postgresCleanupSql(t: QuotedTables): CleanupSql {
       );
     },
     sentOutbox(exec, limit, retentionMs, from) {
-      return deleteSome(exec, t.outbox, 'sent_at', `status = 'sent' AND sent_at <= ${cutoff('$2')}`, [limit, retentionMs], from);
+      return deleteSome(
+        exec,
+        t.outbox,
+        'sent_at',
+        `status = 'sent' AND sent_at <= ${cutoff('$2')}`,
+        [limit, retentionMs],
+        from,
+      );
     },
     oldInbox(exec, limit, retentionMs, from) {
-      return deleteSome(exec, t.inbox, 'received_at', `received_at <= ${cutoff('$2')}`, [limit, retentionMs], from);
+      return deleteSome(
+        exec,
+        t.inbox,
+        'received_at',
+        `received_at <= ${cutoff('$2')}`,
+        [limit, retentionMs],
+        from,
+      );
     },
     isRetryable(error) {
       // deadlock_detected, serialization_failure, lock_not_available
-      return ['40P01', '40001', '55P03'].includes(String((error as any)?.driverError?.code ?? (error as any)?.code));
+      return ['40P01', '40001', '55P03'].includes(
+        String((error as any)?.driverError?.code ?? (error as any)?.code),
+      );
     },
   };
 }

@@ -16,6 +16,7 @@ export function createPostgresDialect(naming: TableNaming): Dialect {
   return {
     name: 'postgres',
     singleWriter: false,
+    nonBlockingReads: true,
     tables,
     idempotency: postgresIdempotencySql(tables),
     conditional: postgresConditionalSql(),

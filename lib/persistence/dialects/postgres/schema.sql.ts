@@ -1,6 +1,8 @@
 import type { SchemaDdl } from '../dialect';
 
-export function postgresSchema(table: (name: 'idempotency' | 'outbox' | 'inbox') => { qualified: string; bare: string }): SchemaDdl {
+export function postgresSchema(
+  table: (name: 'idempotency' | 'outbox' | 'inbox') => { qualified: string; bare: string },
+): SchemaDdl {
   return {
     outbox() {
       // Partial indexes: the claim scans only pending rows in sequence order, whatever the number

@@ -9,9 +9,18 @@ import { sqliteNow } from './idempotency.sql';
  */
 export function sqliteCleanupSql(t: QuotedTables): CleanupSql {
   // No sweep cursor: SQLite removes deleted rows from its B-trees at once.
-  const deleteSome = async (exec: SqlExecutor, table: string, where: string, limit: number, params: unknown[]): Promise<CleanupBatch> => {
+  const deleteSome = async (
+    exec: SqlExecutor,
+    table: string,
+    where: string,
+    limit: number,
+    params: unknown[],
+  ): Promise<CleanupBatch> => {
     const n = Math.max(1, Math.floor(limit));
-    const { affected } = await exec(`DELETE FROM ${table} WHERE rowid IN (SELECT rowid FROM ${table} WHERE ${where} LIMIT ${n})`, params);
+    const { affected } = await exec(
+      `DELETE FROM ${table} WHERE rowid IN (SELECT rowid FROM ${table} WHERE ${where} LIMIT ${n})`,
+      params,
+    );
     return { deleted: affected };
   };
   const now = sqliteNow();
@@ -27,7 +36,9 @@ export function sqliteCleanupSql(t: QuotedTables): CleanupSql {
       );
     },
     sentOutbox(exec, limit, retentionMs) {
-      return deleteSome(exec, t.outbox, `status = 'sent' AND sent_at <= ${cutoff}`, limit, [retentionMs]);
+      return deleteSome(exec, t.outbox, `status = 'sent' AND sent_at <= ${cutoff}`, limit, [
+        retentionMs,
+      ]);
     },
     oldInbox(exec, limit, retentionMs) {
       return deleteSome(exec, t.inbox, `received_at <= ${cutoff}`, limit, [retentionMs]);

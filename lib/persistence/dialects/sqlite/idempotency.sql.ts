@@ -62,10 +62,16 @@ export function sqliteIdempotencySql(t: QuotedTables): IdempotencySql {
       return rows.length === 1;
     },
     async release(exec, id, leaseToken) {
-      await exec(`DELETE FROM ${T} WHERE id = ? AND lease_token = ? AND state = 'started'`, [id, leaseToken]);
+      await exec(`DELETE FROM ${T} WHERE id = ? AND lease_token = ? AND state = 'started'`, [
+        id,
+        leaseToken,
+      ]);
     },
     async evict(exec, scope, key) {
-      const { rows } = await exec(`DELETE FROM ${T} WHERE scope = ? AND idempotency_key = ? RETURNING id`, [scope, key]);
+      const { rows } = await exec(
+        `DELETE FROM ${T} WHERE scope = ? AND idempotency_key = ? RETURNING id`,
+        [scope, key],
+      );
       return rows.length;
     },
   };

@@ -16,6 +16,7 @@ export function createSqliteDialect(naming: TableNaming): Dialect {
   return {
     name: 'sqlite',
     singleWriter: true,
+    nonBlockingReads: true,
     tables,
     idempotency: sqliteIdempotencySql(tables),
     conditional: sqliteConditionalSql(),

@@ -1,6 +1,8 @@
 import type { SchemaDdl } from '../dialect';
 
-export function sqliteSchema(table: (name: 'idempotency' | 'outbox' | 'inbox') => { qualified: string; bare: string }): SchemaDdl {
+export function sqliteSchema(
+  table: (name: 'idempotency' | 'outbox' | 'inbox') => { qualified: string; bare: string },
+): SchemaDdl {
   return {
     outbox() {
       const { qualified: T, bare: n } = table('outbox');
