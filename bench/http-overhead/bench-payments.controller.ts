@@ -83,6 +83,7 @@ export class BenchPaymentsController {
         headers: encoded.headers,
         body: encoded.body,
         ttlMs: DAY_MS,
+        sameTransaction: true,
       });
       return body;
     });

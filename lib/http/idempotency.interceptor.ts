@@ -531,6 +531,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       headers: encoded.headers,
       body: encoded.body,
       ttlMs: Math.floor(opts.ttl),
+      sameTransaction: opts.mode === 'transactional',
     });
     this.metrics.idempotencyStoreLatency.record(Date.now() - started, { op: 'complete' });
     if (!ok) {

@@ -253,6 +253,28 @@ describe.each(databaseKinds())('idempotency ledger statements on %s', (kind) => 
     expect(row!.responseBody!.equals(body)).toBe(true);
   });
 
+  it("completion in the reservation's own transaction keeps the reserved expiry on PostgreSQL (HOT update), sets it from completion elsewhere", async () => {
+    const p = params(randomUUID(), { ttlMs: 60_000 });
+    await inTx(ds, async (exec) => {
+      const r = await sql().reserve(exec, p);
+      expect(r.outcome).toBe('inserted');
+      const ok = await sql().complete(exec, {
+        id: r.outcome === 'inserted' ? r.id : '',
+        leaseToken: p.leaseToken,
+        status: 201,
+        headers: '{"h":[]}',
+        body: Buffer.from('{}'),
+        ttlMs: 1,
+        sameTransaction: true,
+      });
+      expect(ok).toBe(true);
+    });
+    await sleep(50);
+    const row = await sql().find(executorFor(ds.manager), p.scope, p.key);
+    expect(row!.state).toBe('completed');
+    expect(row!.expired).toBe(kind !== 'postgres');
+  });
+
   it('release deletes only our started reservation', async () => {
     const p = params(randomUUID());
     await inTx(ds, (exec) => sql().reserve(exec, p));

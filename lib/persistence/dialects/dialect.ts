@@ -46,6 +46,14 @@ export interface CompleteParams {
   headers: string;
   body: Buffer | null;
   ttlMs: number;
+  /**
+   * The reservation was made in this same transaction (transactional mode), so its expiry, set
+   * `ttlMs` after the reservation statement, may stand: it differs from "`ttlMs` after completion"
+   * by the handler's duration. PostgreSQL keeps it, which leaves every indexed column unchanged
+   * and lets the completion be a HOT update (no index entries written); the other dialects
+   * always set the expiry from the completion.
+   */
+  sameTransaction?: boolean;
 }
 
 /** Every idempotency-ledger statement a dialect must provide. */

@@ -76,7 +76,7 @@ export function postgresSchema(
             completed_at TIMESTAMPTZ(3) NULL,
             expires_at TIMESTAMPTZ(3) NOT NULL,
             CONSTRAINT ux_${n}_scope_key UNIQUE (scope, idempotency_key)
-          )`,
+          ) WITH (fillfactor = 80)`,
           `CREATE INDEX ix_${n}_expires_at ON ${T} (expires_at)`,
         ],
         down: [`DROP TABLE ${T}`],
