@@ -57,6 +57,7 @@ import {
 } from './http-platform';
 import { requestFingerprint } from './request-fingerprint';
 import { buildScope } from './request-scope';
+import { LeaseKeeper } from './lease-keeper';
 import { ReplayLookupPolicy } from './replay-lookup.policy';
 import { CapturedResponse, ResponseCapture } from './response-capture';
 import {
@@ -320,21 +321,49 @@ export class IdempotencyInterceptor implements NestInterceptor {
     faultPoint('gate.after-reservation-commit');
     this.localLeases.set(`${g.info.scope}\u0000${g.info.key}`, Date.now() + g.opts.leaseMs);
     const capture = new ResponseCapture(rawResponse(g.res));
+    const keeper = this.keepLeaseAlive(g, reserved);
     try {
       await this.db.inNewTransaction(() =>
         this.runHandlerAndComplete(g, reserved, next, subscriber, capture),
       );
     } catch (e) {
+      keeper?.stop();
       if (!(e instanceof Abort) || !e.keepReservation) {
         await this.db
           .withoutTransaction(() => this.store.release(this.db.exec(), reserved.id, reserved.token))
           .catch((err) => this.log('warn', 'release-failed', g, { error: String(err) }));
       }
       return this.afterFailure(e, g, capture, subscriber);
+    } finally {
+      keeper?.stop();
     }
     // Test-only crash point: the business transaction has committed, no byte has left yet.
     faultPoint('gate.after-commit');
     capture.release();
+  }
+
+  /**
+   * Leased mode: renews the committed reservation's lease while the handler runs (see
+   * LeaseKeeper). Not on SQLite: one process, where the in-flight registry already answers every
+   * duplicate, and where a statement outside the handler's transaction would wait for it.
+   */
+  private keepLeaseAlive(
+    g: GuardedRequest,
+    reserved: { id: string; token: string },
+  ): LeaseKeeper | undefined {
+    if (this.db.dialect.singleWriter) return undefined;
+    const leaseMs = Math.floor(g.opts.leaseMs);
+    return new LeaseKeeper(
+      () =>
+        this.db.withoutTransaction(() =>
+          this.store.renew(this.db.exec(), reserved.id, reserved.token, leaseMs),
+        ),
+      leaseMs,
+      (e) =>
+        this.log('warn', 'lease-renewal-failed', g, {
+          error: e instanceof Error ? e.message : String(e),
+        }),
+    ).start();
   }
 
   /**

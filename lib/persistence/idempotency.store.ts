@@ -59,6 +59,9 @@ export class IdempotencyStore {
   complete(exec: SqlExecutor, p: CompleteParams): Promise<boolean> {
     return this.sql.complete(exec, p);
   }
+  renew(exec: SqlExecutor, id: string, leaseToken: string, leaseMs: number): Promise<boolean> {
+    return this.sql.renew(exec, id, leaseToken, leaseMs);
+  }
   release(exec: SqlExecutor, id: string, leaseToken: string): Promise<void> {
     return this.sql.release(exec, id, leaseToken);
   }

@@ -9,7 +9,7 @@ import {
   type TestDatabase,
 } from '../support/databases';
 import { baseUrl, type Platform } from '../support/sample-app';
-import { derivedKeys } from '../fixtures/gate/gate-fixture.controller';
+import { derivedKeys, handlerEvents } from '../fixtures/gate/gate-fixture.controller';
 import { startGateFixture } from '../fixtures/gate/gate-fixture.module';
 import { handlerEntered, ledgerRows, paymentCount, postJson } from '../fixtures/gate/http';
 import { plantExpiredRecord } from '../fixtures/gate/ledger';
@@ -46,6 +46,40 @@ describe.each(cases)('@Idempotent() endpoint options on %s / %s', (kind, platfor
   const customer = (label: string) => `${label}-${randomUUID().slice(0, 8)}`;
   /** How long the first request runs while a duplicate waits out a 300 ms bound (Babelfish answers slowly under load). */
   const boundTestDelayMs = kind === 'mssql' ? 2500 : 1100;
+
+  it('leased: renews the lease while a handler outlives it, so a retry meanwhile gets 409 and never takes over', async () => {
+    const key = randomUUID();
+    const c = customer('renew');
+    let runs = 0;
+    const counted = () => runs++;
+    handlerEvents.on(`enter:${c}`, counted);
+    try {
+      const entered = handlerEntered(c);
+      // The handler runs 3 s on a 1 s lease (fixture route `short-lease`).
+      const first = postJson(
+        `${url}/gate/short-lease`,
+        key,
+        { customerId: c },
+        { 'x-delay-ms': '3000' },
+      );
+      await entered;
+      await new Promise((r) => setTimeout(r, 2200));
+      // 2.2 leases later: without renewal this retry would take the key over and run the handler again.
+      const retry = await postJson(`${url}/gate/short-lease`, key, { customerId: c });
+      expect(retry.status).toBe(409);
+      expect(retry.json().type).toBe(PROBLEM_TYPES.inProgress);
+      const original = await first;
+      expect(original.status).toBe(201);
+      expect(runs).toBe(1);
+      const replay = await postJson(`${url}/gate/short-lease`, key, { customerId: c });
+      expect(replay.status).toBe(201);
+      expect(replay.headers.get('idempotency-replayed')).toBe('true');
+      expect(replay.bytes.equals(original.bytes)).toBe(true);
+      expect(await paymentCount(ds, kind, c)).toBe(1);
+    } finally {
+      handlerEvents.off(`enter:${c}`, counted);
+    }
+  });
 
   describe.each([
     ['transactional', 'wait'],

@@ -275,6 +275,29 @@ describe.each(databaseKinds())('idempotency ledger statements on %s', (kind) => 
     expect(row!.expired).toBe(kind !== 'postgres');
   });
 
+  it('renews only our started reservation, from now on the database clock', async () => {
+    const p = params(randomUUID(), { leaseMs: 200 });
+    const r = await inTx(ds, (exec) => sql().reserve(exec, p));
+    const id = r.outcome === 'inserted' ? r.id : '';
+    await sleep(250); // the 200 ms lease has lapsed
+    expect((await sql().find(executorFor(ds.manager), p.scope, p.key))!.leaseRemainingMs).toBe(0);
+    expect(await sql().renew(executorFor(ds.manager), id, 'not-ours', 60_000)).toBe(false);
+    expect(await sql().renew(executorFor(ds.manager), id, p.leaseToken, 60_000)).toBe(true);
+    const renewed = await sql().find(executorFor(ds.manager), p.scope, p.key);
+    expect(renewed!.leaseRemainingMs).toBeGreaterThan(50_000);
+    await inTx(ds, (exec) =>
+      sql().complete(exec, {
+        id,
+        leaseToken: p.leaseToken,
+        status: 201,
+        headers: '{"h":[]}',
+        body: null,
+        ttlMs: 60_000,
+      }),
+    );
+    expect(await sql().renew(executorFor(ds.manager), id, p.leaseToken, 60_000)).toBe(false);
+  });
+
   it('release deletes only our started reservation', async () => {
     const p = params(randomUUID());
     await inTx(ds, (exec) => sql().reserve(exec, p));

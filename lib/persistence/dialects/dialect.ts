@@ -70,6 +70,12 @@ export interface IdempotencySql {
   ): Promise<boolean>;
   /** Compare-and-set completion: only the holder of `leaseToken` on a started record succeeds. */
   complete(exec: SqlExecutor, p: CompleteParams): Promise<boolean>;
+  /**
+   * Leased mode: extends our started reservation's lease to `leaseMs` from now (database clock)
+   * while its handler runs. False when the record is no longer ours and started (completed,
+   * released, or taken over).
+   */
+  renew(exec: SqlExecutor, id: string, leaseToken: string, leaseMs: number): Promise<boolean>;
   /** Deletes our started reservation (handler failed): the key is free for the retry. */
   release(exec: SqlExecutor, id: string, leaseToken: string): Promise<void>;
   /** Removes one record by scope and key (admin eviction). */

@@ -118,6 +118,12 @@ export function mssqlIdempotencySql(t: QuotedTables): IdempotencySql {
         WHERE id = @0 AND lease_token = @1 AND state = 'started';
        SELECT @@ROWCOUNT AS n;`,
     ),
+    renew: compact(
+      `DECLARE @now DATETIME2(3) = SYSUTCDATETIME();
+       UPDATE ${T} SET locked_until = ${plus('@2', '@now')}
+        WHERE id = @0 AND lease_token = @1 AND state = 'started';
+       SELECT @@ROWCOUNT AS n;`,
+    ),
     release: compact(`DELETE FROM ${T} WHERE id = @0 AND lease_token = @1 AND state = 'started'`),
     evict: compact(
       `DELETE FROM ${T} WHERE scope = @0 AND idempotency_key = @1; SELECT @@ROWCOUNT AS n;`,
@@ -178,6 +184,10 @@ export function mssqlIdempotencySql(t: QuotedTables): IdempotencySql {
         p.ttlMs,
       ]);
       return Number(rows[0]?.n) === 1;
+    },
+    async renew(exec, id, leaseToken, leaseMs) {
+      const { rows } = await exec(sql.renew, [id, leaseToken, leaseMs]);
+      return Number(rows[0]?.n ?? 0) === 1;
     },
     async release(exec, id, leaseToken) {
       await exec(sql.release, [id, leaseToken]);

@@ -85,6 +85,14 @@ export function mysqlIdempotencySql(t: QuotedTables, isMariaDb: boolean): Idempo
       );
       return affected === 1;
     },
+    async renew(exec, id, leaseToken, leaseMs) {
+      const { affected } = await exec(
+        `UPDATE ${T} SET locked_until = ${plus()}
+          WHERE id = ? AND lease_token = ? AND state = 'started'`,
+        [leaseMs, id, leaseToken],
+      );
+      return affected === 1;
+    },
     async release(exec, id, leaseToken) {
       await exec(`DELETE FROM ${T} WHERE id = ? AND lease_token = ? AND state = 'started'`, [
         id,

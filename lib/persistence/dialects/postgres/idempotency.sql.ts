@@ -98,6 +98,16 @@ export function postgresIdempotencySql(t: QuotedTables): IdempotencySql {
           );
       return rows.length === 1;
     },
+    async renew(exec, id, leaseToken, leaseMs) {
+      const { rows } = await exec(
+        `UPDATE ${T} SET locked_until = ${ms('$3')}
+          WHERE id = $1 AND lease_token = $2 AND state = 'started'
+          RETURNING id`,
+        [id, leaseToken, leaseMs],
+        { prepare: true },
+      );
+      return rows.length === 1;
+    },
     async release(exec, id, leaseToken) {
       await exec(
         `DELETE FROM ${T} WHERE id = $1 AND lease_token = $2 AND state = 'started'`,

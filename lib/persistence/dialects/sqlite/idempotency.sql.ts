@@ -61,6 +61,15 @@ export function sqliteIdempotencySql(t: QuotedTables): IdempotencySql {
       );
       return rows.length === 1;
     },
+    async renew(exec, id, leaseToken, leaseMs) {
+      const { rows } = await exec(
+        `UPDATE ${T} SET locked_until = ${sqliteNow('?')}
+          WHERE id = ? AND lease_token = ? AND state = 'started'
+          RETURNING id`,
+        [leaseMs, id, leaseToken],
+      );
+      return rows.length === 1;
+    },
     async release(exec, id, leaseToken) {
       await exec(`DELETE FROM ${T} WHERE id = ? AND lease_token = ? AND state = 'started'`, [
         id,
