@@ -323,19 +323,16 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const capture = new ResponseCapture(rawResponse(g.res));
     const keeper = this.keepLeaseAlive(g, reserved);
     try {
-      await this.db.inNewTransaction(() =>
-        this.runHandlerAndComplete(g, reserved, next, subscriber, capture),
-      );
+      await this.db
+        .inNewTransaction(() => this.runHandlerAndComplete(g, reserved, next, subscriber, capture))
+        .finally(() => keeper?.stop());
     } catch (e) {
-      keeper?.stop();
       if (!(e instanceof Abort) || !e.keepReservation) {
         await this.db
           .withoutTransaction(() => this.store.release(this.db.exec(), reserved.id, reserved.token))
           .catch((err) => this.log('warn', 'release-failed', g, { error: String(err) }));
       }
       return this.afterFailure(e, g, capture, subscriber);
-    } finally {
-      keeper?.stop();
     }
     // Test-only crash point: the business transaction has committed, no byte has left yet.
     faultPoint('gate.after-commit');

@@ -77,25 +77,18 @@ export function postgresIdempotencySql(t: QuotedTables): IdempotencySql {
     async complete(exec, p) {
       // In the reservation's own transaction the expiry stays as reserved: no indexed column
       // changes, so with the table's fillfactor the update is HOT (no new index entries).
-      const { rows } = p.sameTransaction
-        ? await exec(
-            `UPDATE ${T}
-                SET state = 'completed', response_status = $3, response_headers = $4, response_body = $5,
-                    completed_at = statement_timestamp(), lease_token = NULL, locked_until = NULL
-              WHERE id = $1 AND lease_token = $2 AND state = 'started'
-              RETURNING id`,
-            [p.id, p.leaseToken, p.status, p.headers, p.body],
-            { prepare: true },
-          )
-        : await exec(
-            `UPDATE ${T}
-                SET state = 'completed', response_status = $3, response_headers = $4, response_body = $5,
-                    completed_at = statement_timestamp(), expires_at = ${ms('$6')}, lease_token = NULL, locked_until = NULL
-              WHERE id = $1 AND lease_token = $2 AND state = 'started'
-              RETURNING id`,
-            [p.id, p.leaseToken, p.status, p.headers, p.body, p.ttlMs],
-            { prepare: true },
-          );
+      const expiry = p.sameTransaction ? '' : `, expires_at = ${ms('$6')}`;
+      const params: unknown[] = [p.id, p.leaseToken, p.status, p.headers, p.body];
+      if (!p.sameTransaction) params.push(p.ttlMs);
+      const { rows } = await exec(
+        `UPDATE ${T}
+            SET state = 'completed', response_status = $3, response_headers = $4, response_body = $5,
+                completed_at = statement_timestamp(), lease_token = NULL, locked_until = NULL${expiry}
+          WHERE id = $1 AND lease_token = $2 AND state = 'started'
+          RETURNING id`,
+        params,
+        { prepare: true },
+      );
       return rows.length === 1;
     },
     async renew(exec, id, leaseToken, leaseMs) {
