@@ -58,7 +58,7 @@ import {
 import { requestFingerprint } from './request-fingerprint';
 import { buildScope } from './request-scope';
 import { LeaseKeeper } from './lease-keeper';
-import { ReplayLookupPolicy } from './replay-lookup.policy';
+import { ReadFirstPolicy } from '../persistence/read-first.policy';
 import { CapturedResponse, ResponseCapture } from './response-capture';
 import {
   decodeSnapshot,
@@ -117,7 +117,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
    */
   private readonly localLeases = new Map<string, number>();
   /** Transactional mode: when a replay-heavy endpoint reads the key first (see the policy). */
-  private readonly replayLookup = new ReplayLookupPolicy();
+  private readonly replayLookup = new ReadFirstPolicy();
 
   constructor(
     private readonly reflector: Reflector,
@@ -234,7 +234,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     next: CallHandler,
     subscriber: Subscriber<unknown>,
   ): Promise<void> {
-    if (this.db.dialect.nonBlockingReads && this.replayLookup.lookUpFirst(g.opts)) {
+    if (this.db.dialect.nonBlockingReads && this.replayLookup.readFirst(g.opts)) {
       const settled = await this.lookUpCompleted(g);
       if (settled) {
         this.replayLookup.observe(g.opts, settled.kind === 'replay');

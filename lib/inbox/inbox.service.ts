@@ -11,7 +11,9 @@ import type { InboxOptions, ResolvedIdempotencyOptions } from '../idempotency.op
 import { MetricsService } from '../maintenance/metrics.service';
 import { QueryRunnerAlreadyReleasedError } from 'typeorm';
 import { DatabaseService } from '../persistence/database.service';
+import { ReadFirstPolicy } from '../persistence/read-first.policy';
 import type { InboxClaim, InboxRow, InboxSql } from '../persistence/dialects';
+import { settledClaim } from '../persistence/dialects/dialect';
 import { InboxMessageFailedError } from './inbox.errors';
 import type { InboxProcessOptions, InboxResult } from './inbox.interfaces';
 import {
@@ -55,6 +57,8 @@ class ClaimFailed extends Error {
 @Injectable()
 export class InboxService implements OnModuleInit, OnModuleDestroy {
   protected readonly logger: LoggerService | undefined;
+  /** Per consumer: whether deliveries are mostly redeliveries, which a read answers best. */
+  private readonly redeliveries = new ReadFirstPolicy();
 
   constructor(
     protected readonly db: DatabaseService,
@@ -98,9 +102,18 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
     const opts = InboxService.checkOptions({ ...this.options.inbox, ...stripUndefined(options) });
     if (this.db.txHost.isTransactionActive())
       return this.processJoined(consumer, messageId, handler, opts);
+    if (this.db.dialect.nonBlockingReads && this.redeliveries.readFirst(consumer)) {
+      const settled = await this.lookUpSettled(consumer, messageId);
+      if (settled) {
+        this.redeliveries.observe(consumer, true);
+        return this.settle(consumer, messageId, settled, undefined as T, opts);
+      }
+    }
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.processOnce(consumer, messageId, handler, opts);
+        const result = await this.processOnce(consumer, messageId, handler, opts);
+        this.redeliveries.observe(consumer, result.duplicate);
+        return result;
       } catch (e) {
         if (!(e instanceof ClaimFailed)) throw e;
         if (!this.sql.isRetryable(e.reason)) throw e.reason;
@@ -128,6 +141,24 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
         this.sql.remove(this.db.exec(), consumer, messageId),
       )) > 0
     );
+  }
+
+  /**
+   * A redelivery-heavy consumer (most recent deliveries were already settled): one read outside
+   * any transaction. A committed record that settled the message (processed, or failed after
+   * maxAttempts) answers at once; anything else (no record, one being retried, a failed read)
+   * goes on to the claim, which decides. A settled record is final, so a read that is a moment
+   * old cannot let a handler run twice; only the claim lets one run.
+   */
+  private async lookUpSettled(consumer: string, messageId: string): Promise<InboxClaim | undefined> {
+    let row: InboxRow | undefined;
+    try {
+      row = await this.find(consumer, messageId);
+    } catch {
+      return undefined;
+    }
+    if (!row || (row.status !== 'processed' && row.status !== 'failed')) return undefined;
+    return settledClaim(row);
   }
 
   /** One attempt in a new transaction: claim, run, commit; a failure is counted afterwards. */

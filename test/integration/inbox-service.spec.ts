@@ -1,5 +1,6 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { getDataSourceToken } from '@nestjs/typeorm';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
@@ -178,6 +179,55 @@ describe.each(databaseKinds())('InboxService on %s', (kind) => {
     );
     for (const r of again) expect(r).toMatchObject({ status: 'processed', attempts: 2 });
     for (const id of ids) expect(await count('burst', id)).toBe(1);
+  });
+
+  it('answers redeliveries with one read once most deliveries of a consumer are redeliveries', async () => {
+    const consumer = 'redelivered';
+    const ids = Array.from({ length: 30 }, () => randomUUID());
+    for (const id of ids)
+      expect((await inbox.process(consumer, id, write(consumer, id))).status).toBe('processed');
+    // The statements the app sends for one delivery, by first word (BEGIN/START, INSERT, SELECT…).
+    const logger = app.get<DataSource>(getDataSourceToken()).logger;
+    const spy = jest.spyOn(logger, 'logQuery');
+    const statementsOf = async (id: string) => {
+      spy.mockClear();
+      const r = await inbox.process(consumer, id, write(consumer, id));
+      const words = spy.mock.calls.map((c) => String(c[0]).trim().split(/\s+/)[0].toUpperCase());
+      return { status: r.status, words };
+    };
+    try {
+      // After 30 first deliveries the consumer claims at once: a redelivery runs the claim.
+      const early = await statementsOf(ids[0]);
+      expect(early.status).toBe('duplicate');
+      expect(early.words).toContain('INSERT');
+      // Redeliveries become the majority: from then on one read answers them (not on SQL Server,
+      // where a read would queue behind an in-flight claim).
+      for (let round = 0; round < 2; round++)
+        for (const id of ids)
+          expect((await inbox.process(consumer, id, write(consumer, id))).status).toBe('duplicate');
+      const late = await statementsOf(ids[7]);
+      expect(late.status).toBe('duplicate');
+      if (kind === 'mssql') expect(late.words).toContain('INSERT');
+      else expect(late.words).toEqual(['SELECT']);
+      for (const id of ids) expect(await count(consumer, id)).toBe(1);
+
+      // A new message while the read is on: the read finds nothing, the claim runs it once.
+      const fresh = randomUUID();
+      const first = await statementsOf(fresh);
+      expect(first.status).toBe('processed');
+      expect(first.words).toContain('INSERT');
+      expect(await count(consumer, fresh)).toBe(1);
+      // New messages become the majority again: the read stops, the claim is the first statement.
+      for (let i = 0; i < 40; i++) {
+        const id = randomUUID();
+        expect((await inbox.process(consumer, id, write(consumer, id))).status).toBe('processed');
+      }
+      const back = await statementsOf(randomUUID());
+      expect(back.status).toBe('processed');
+      expect(back.words[0]).not.toBe('SELECT');
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it('keys the record by consumer: two consumers of one message each process it once', async () => {

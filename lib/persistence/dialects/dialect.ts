@@ -291,7 +291,8 @@ export interface Dialect {
    * A plain read outside any transaction never waits on another transaction's uncommitted write
    * (MVCC reads on PostgreSQL and InnoDB; on SQLite the in-process in-flight registry answers
    * first). False on SQL Server, where a read under locking READ COMMITTED queues behind an
-   * in-flight reservation: the gate's replay look-up is not used there.
+   * in-flight reservation or inbox claim: the gate's replay look-up and the inbox's redelivery
+   * read (ReadFirstPolicy) are not used there.
    */
   readonly nonBlockingReads: boolean;
   readonly tables: QuotedTables;

@@ -56,6 +56,7 @@ export function postgresInboxSql(t: QuotedTables): InboxSql {
         `SELECT consumer, message_id, status, attempts, received_at, processed_at, last_error
            FROM ${T} WHERE consumer = $1 AND message_id = $2`,
         [consumer, messageId],
+        { prepare: true },
       );
       return rows[0] ? mapInboxRow(rows[0]) : undefined;
     },
