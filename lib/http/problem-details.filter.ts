@@ -1,12 +1,14 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import { STATUS_CODES } from 'node:http';
-import { ProblemException } from './idempotency.errors';
+import { isDatabaseUnavailable } from '../persistence/database-unavailable';
+import { ProblemException, serviceUnavailable } from './idempotency.errors';
 import { sendRaw } from './http-platform';
 
 /**
  * A global filter that answers every error as `application/problem+json` (RFC 9457):
- * HttpExceptions keep their status and message (validation messages become `errors`),
- * anything else is a 500 without internals. Optional: `app.useGlobalFilters(new ProblemDetailsFilter())`.
+ * HttpExceptions keep their status and message (validation messages become `errors`), a database
+ * that is unavailable right now (connection lost, deadlock victim, lock time-out) is a 503 with
+ * `Retry-After`, anything else is a 500 without internals. Optional: `app.useGlobalFilters(new ProblemDetailsFilter())`.
  */
 @Catch()
 export class ProblemDetailsFilter implements ExceptionFilter {
@@ -69,6 +71,21 @@ export class ProblemDetailsFilter implements ExceptionFilter {
         status,
         body: { type: 'about:blank', title: STATUS_CODES[status] ?? 'Error', status, detail },
         headers: [],
+      };
+    }
+    if (isDatabaseUnavailable(exception)) {
+      // Connection lost, server restarting, deadlock victim, lock time-out…: nothing of the
+      // request was committed and the same request can succeed a moment later.
+      this.logger.warn(
+        `database unavailable: ${exception instanceof Error ? exception.message : String(exception)}`,
+      );
+      const unavailable = serviceUnavailable(
+        'The database is unavailable right now; nothing of this request was saved. Retry it (with the same Idempotency-Key, where the endpoint takes one).',
+      );
+      return {
+        status: 503,
+        body: unavailable.problem,
+        headers: Object.entries(unavailable.headers),
       };
     }
     this.logger.error(exception instanceof Error ? exception.stack : String(exception));

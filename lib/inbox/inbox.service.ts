@@ -150,7 +150,10 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
    * goes on to the claim, which decides. A settled record is final, so a read that is a moment
    * old cannot let a handler run twice; only the claim lets one run.
    */
-  private async lookUpSettled(consumer: string, messageId: string): Promise<InboxClaim | undefined> {
+  private async lookUpSettled(
+    consumer: string,
+    messageId: string,
+  ): Promise<InboxClaim | undefined> {
     let row: InboxRow | undefined;
     try {
       row = await this.find(consumer, messageId);

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import type { EntityManager } from 'typeorm';
+import { type EntityManager, QueryRunnerAlreadyReleasedError } from 'typeorm';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options';
 import { DatabaseService } from '../persistence/database.service';
@@ -50,7 +50,10 @@ export class OutboxService {
     if (!rows.length) return [];
     const target = manager ?? this.ambientManager();
     const runner = target.queryRunner;
-    const inTransaction = !!runner && !runner.isReleased && runner.isTransactionActive;
+    // The transaction's connection was lost (TypeORM released its runner): a database failure,
+    // not a missing transaction; the statement must not run anywhere else either.
+    if (runner?.isReleased) throw new QueryRunnerAlreadyReleasedError();
+    const inTransaction = !!runner && runner.isTransactionActive;
     if (!inTransaction && this.options.outbox.requireTransaction)
       throw new OutboxTransactionRequiredError(!!manager);
     await this.db.dialect.outbox.insert(executorFor(target), rows);

@@ -1,11 +1,14 @@
 import type { INestApplication, INestApplicationContext } from '@nestjs/common';
+import { Controller, Get, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { InjectDataSource, TypeOrmModule } from '@nestjs/typeorm';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { randomUUID } from 'node:crypto';
 import { getDataSourceToken } from '@nestjs/typeorm';
-import type { DataSource } from 'typeorm';
-import { InboxService } from '../../lib';
+import { type DataSource, QueryRunnerAlreadyReleasedError } from 'typeorm';
+import { InboxService, OutboxService, PROBLEM_TYPES, ProblemDetailsFilter } from '../../lib';
+import { databaseOptionsFromUrl } from '../../sample-app/config/database.config';
 import { executorFor } from '../../lib/persistence/sql-executor';
 import { EffectsWriter, InboxFixtureModule } from '../fixtures/inbox/inbox-fixture.module';
 import {
@@ -114,6 +117,70 @@ describeEachDatabase(
       });
     });
 
+    describe("an app's own query", () => {
+      @Controller('probe')
+      class ProbeController {
+        constructor(@InjectDataSource() private readonly ds: DataSource) {}
+
+        @Get('slow')
+        async slow() {
+          await this.ds.query('SELECT pg_sleep(5) AS slept');
+          return { ok: true };
+        }
+
+        @Get('quick')
+        async quick() {
+          return (await this.ds.query('SELECT 1 AS one'))[0];
+        }
+      }
+
+      let app: INestApplication;
+
+      beforeAll(async () => {
+        @Module({
+          imports: [
+            TypeOrmModule.forRoot({ ...databaseOptionsFromUrl(db.url), logging: false } as any),
+          ],
+          controllers: [ProbeController],
+        })
+        class ProbeModule {}
+        app = await NestFactory.create(ProbeModule, { logger: false });
+        app.useGlobalFilters(new ProblemDetailsFilter());
+        await app.listen(0, '127.0.0.1');
+      });
+
+      afterAll(async () => {
+        await app?.close();
+      });
+
+      it('that loses its connection answers 503 problem+json with Retry-After, not 500; the next request is served', async () => {
+        const url = await baseUrl(app);
+        const answer = fetch(`${url}/probe/slow`);
+        const dbName = new URL(db.url).pathname.slice(1);
+        let pid: number | undefined;
+        for (let i = 0; i < 100 && pid === undefined; i++) {
+          const rows = await admin.query(
+            `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND query LIKE 'SELECT pg_sleep(5)%'`,
+            [dbName],
+          );
+          pid = rows[0] ? Number(rows[0].pid) : undefined;
+          if (pid === undefined) await sleep(20);
+        }
+        expect(pid).toBeDefined();
+        await terminate(pid!);
+        const r = await answer;
+        // Before: 500 "An unexpected error occurred." for a retryable failure.
+        expect(r.status).toBe(503);
+        expect(r.headers.get('content-type')).toContain('application/problem+json');
+        expect(r.headers.get('retry-after')).toBe('1');
+        const body = (await r.json()) as { status: number; type: string; detail: string };
+        expect(body).toMatchObject({ status: 503, type: PROBLEM_TYPES.unavailable });
+        expect(body.detail).toMatch(/database is unavailable/);
+        const again = await fetch(`${url}/probe/quick`);
+        expect(again.status).toBe(200);
+      });
+    });
+
     describe('in an app using the library', () => {
       let app: INestApplication;
 
@@ -123,6 +190,30 @@ describeEachDatabase(
 
       afterAll(async () => {
         await app?.close();
+      });
+
+      it("an outbox write in a transaction whose connection was lost fails as a database failure (503), not as 'no transaction'", async () => {
+        const outbox = app.get(OutboxService);
+        const txHost = TransactionHost.getInstance<TransactionalAdapterTypeOrm>();
+        const type = `lost-${randomUUID()}`;
+        let failure: unknown;
+        try {
+          await txHost.withTransaction(async () => {
+            const pid = Number((await txHost.tx.query('SELECT pg_backend_pid() AS pid'))[0].pid);
+            await terminate(pid);
+            for (let i = 0; i < 100 && !txHost.tx.queryRunner?.isReleased; i++) await sleep(20);
+            // Before: OutboxTransactionRequiredError ("needs a transaction"), answered 500.
+            await outbox.add({ type, payload: { n: 1 } });
+          });
+        } catch (e) {
+          failure = e;
+        }
+        expect(failure).toBeInstanceOf(QueryRunnerAlreadyReleasedError);
+        const ds = app.get<DataSource>(getDataSourceToken());
+        const rows = await ds.query('SELECT COUNT(*) AS n FROM outbox_messages WHERE type = $1', [
+          type,
+        ]);
+        expect(Number(rows[0].n)).toBe(0);
       });
 
       it('a pooled connection the server ends right after the pool handed it over cannot crash the process', async () => {
