@@ -124,6 +124,14 @@ BEGIN
 END;
 GO
 
+/* 3b. Outbox, second migration (AddOutboxDeadIndex1763700000400): dead messages, counted by the
+       health check and the backlog gauges without scanning every sent row. Also run on a
+       database created by an earlier version of this script. ------------------------------ */
+IF NOT EXISTS (SELECT 1 FROM sys.indexes
+                WHERE name = N'IX_$(OutboxTable)_dead' AND object_id = OBJECT_ID(N'[$(Schema)].[$(OutboxTable)]'))
+  CREATE NONCLUSTERED INDEX IX_$(OutboxTable)_dead ON [$(Schema)].[$(OutboxTable)] (seq) WHERE status = 'dead';
+GO
+
 /* 4. Inbox: one row per (consumer, message id) handled. ----------------------------------- */
 IF OBJECT_ID(N'[$(Schema)].[$(InboxTable)]', N'U') IS NULL
 BEGIN
@@ -149,7 +157,8 @@ GO
 -- INSERT INTO [dbo].[migrations] ([timestamp], [name]) VALUES
 --   (1763700000000, N'CreateIdempotencyRecords1763700000000'),
 --   (1763700000200, N'CreateOutboxMessages1763700000200'),
---   (1763700000300, N'CreateInboxMessages1763700000300');
+--   (1763700000300, N'CreateInboxMessages1763700000300'),
+--   (1763700000400, N'AddOutboxDeadIndex1763700000400');
 -- GO
 
 /* 6. Optional: what the application's database user needs (no DDL rights at run time).

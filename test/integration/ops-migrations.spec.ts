@@ -14,6 +14,39 @@ function tablesOf(kind: string, naming: MigrationNamingOptions): string[] {
   });
 }
 
+/**
+ * Whether the outbox has the index the health check counts dead messages with: the partial /
+ * filtered `ix_<outbox>_dead` of AddOutboxDeadIndex, or on MariaDB/MySQL (no partial indexes)
+ * the `(status, seq)` index of the table itself.
+ */
+async function deadIndexExists(
+  ds: DataSource,
+  kind: string,
+  naming: MigrationNamingOptions,
+): Promise<boolean> {
+  const outbox = naming.tables?.outbox ?? 'outbox_messages';
+  const rows: unknown[] =
+    kind === 'postgres'
+      ? await ds.query('SELECT 1 FROM pg_indexes WHERE schemaname = $1 AND indexname = $2', [
+          naming.schema ?? 'public',
+          `ix_${outbox}_dead`,
+        ])
+      : kind === 'sqlite'
+        ? await ds.query(`SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?`, [
+            `ix_${outbox}_dead`,
+          ])
+        : kind === 'mssql'
+          ? await ds.query(
+              'SELECT 1 AS found FROM sys.indexes WHERE name = @0 AND object_id = OBJECT_ID(@1)',
+              [`IX_${outbox}_dead`, `${naming.schema ?? 'dbo'}.${outbox}`],
+            )
+          : await ds.query(
+              'SELECT 1 FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = ? AND index_name = ?',
+              [outbox, `ix_${outbox}_status_seq`],
+            );
+  return rows.length > 0;
+}
+
 async function exists(ds: DataSource, table: string): Promise<boolean> {
   try {
     await ds.query(`SELECT COUNT(*) AS n FROM ${table}`);
@@ -68,8 +101,13 @@ describe.each(databaseKinds())('library migrations on %s', (kind) => {
       const up = await ds.runMigrations({ transaction: 'each' });
       expect(up.map((m) => m.name)).toEqual(migrations.map((m) => new m().name));
       for (const t of tables) expect(await exists(ds, t)).toBe(true);
+      expect(await deadIndexExists(ds, kind, naming)).toBe(true);
 
-      for (let i = 0; i < migrations.length; i++)
+      // The last migration alone: the dead-message index goes (MariaDB/MySQL: nothing to undo).
+      await ds.undoLastMigration({ transaction: 'each' });
+      for (const t of tables) expect(await exists(ds, t)).toBe(true);
+      expect(await deadIndexExists(ds, kind, naming)).toBe(kind === 'mariadb');
+      for (let i = 1; i < migrations.length; i++)
         await ds.undoLastMigration({ transaction: 'each' });
       for (const t of tables) expect(await exists(ds, t)).toBe(false);
       expect(await ds.showMigrations()).toBe(true);
@@ -77,6 +115,7 @@ describe.each(databaseKinds())('library migrations on %s', (kind) => {
       const again = await ds.runMigrations({ transaction: 'each' });
       expect(again).toHaveLength(migrations.length);
       for (const t of tables) expect(await exists(ds, t)).toBe(true);
+      expect(await deadIndexExists(ds, kind, naming)).toBe(true);
       expect(await ds.showMigrations()).toBe(false);
     } finally {
       await ds.destroy();

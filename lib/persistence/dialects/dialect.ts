@@ -376,4 +376,9 @@ export interface SchemaDdl {
   idempotency(features: ServerFeatures): SchemaSql;
   inbox(features: ServerFeatures): SchemaSql;
   outbox(features: ServerFeatures): SchemaSql;
+  /**
+   * Second outbox migration: an index of dead messages, so that the health check and the backlog
+   * gauges count them without reading every sent row the retention keeps.
+   */
+  outboxDeadIndex(features: ServerFeatures): SchemaSql;
 }

@@ -38,6 +38,11 @@ export function mysqlSchema(
         down: [`DROP TABLE ${T}`],
       };
     },
+    outboxDeadIndex() {
+      // Nothing to add: MySQL and MariaDB have no partial indexes, and the outbox's
+      // (status, seq) index already serves the count of dead messages.
+      return { up: [], down: [] };
+    },
     inbox() {
       const { qualified: T, bare: n } = table('inbox');
       return {

@@ -32,6 +32,16 @@ export function sqliteSchema(
         down: [`DROP TABLE ${T}`],
       };
     },
+    outboxDeadIndex() {
+      // Partial: only dead rows are in it (few, by nature), so counting them reads the index, not
+      // the million sent rows the retention may keep (see the PostgreSQL DDL).
+      const { qualified: T, bare: n } = table('outbox');
+      const schemaPrefix = T.slice(0, T.length - `"${n.replace(/"/g, '""')}"`.length);
+      return {
+        up: [`CREATE INDEX ix_${n}_dead ON ${T} (seq) WHERE status = 'dead'`],
+        down: [`DROP INDEX ${schemaPrefix}ix_${n}_dead`],
+      };
+    },
     inbox() {
       const { qualified: T, bare: n } = table('inbox');
       return {
