@@ -33,13 +33,12 @@ export function sqliteSchema(
       };
     },
     outboxDeadIndex() {
-      // Partial: only dead rows are in it (few, by nature), so counting them reads the index, not
-      // the million sent rows the retention may keep (see the PostgreSQL DDL).
+      // Partial: only dead rows are in it, so counting them (health check, backlog gauges) does
+      // not read every sent row the retention keeps. SQLite tables have no schema here.
       const { qualified: T, bare: n } = table('outbox');
-      const schemaPrefix = T.slice(0, T.length - `"${n.replace(/"/g, '""')}"`.length);
       return {
         up: [`CREATE INDEX ix_${n}_dead ON ${T} (seq) WHERE status = 'dead'`],
-        down: [`DROP INDEX ${schemaPrefix}ix_${n}_dead`],
+        down: [`DROP INDEX ix_${n}_dead`],
       };
     },
     inbox() {
