@@ -376,7 +376,10 @@ export class IdempotencyInterceptor implements NestInterceptor {
       requestHash: g.requestHash,
       leaseToken: randomUUID(),
       leaseMs: Math.floor(opts.leaseMs),
-      ttlMs: Math.floor(opts.ttl),
+      // Leased mode completes in another transaction, mostly within one lease of the reservation:
+      // reserving ttl + leaseMs lets that completion keep the expiry (on PostgreSQL a HOT update,
+      // no index entries), while a record still lives at least ttl after its completion.
+      ttlMs: Math.floor(opts.ttl) + (opts.mode === 'leased' ? Math.floor(opts.leaseMs) : 0),
       lockTimeoutMs: this.options.lockTimeoutMs,
     };
     for (let attempt = 0; attempt < 3; attempt++) {

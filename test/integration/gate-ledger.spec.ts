@@ -275,6 +275,44 @@ describe.each(databaseKinds())('idempotency ledger statements on %s', (kind) => 
     expect(row!.expired).toBe(kind !== 'postgres');
   });
 
+  it('completion in another transaction (leased) keeps the record at least ttl from completion; PostgreSQL keeps a later reserved expiry', async () => {
+    // Reserved for a minute, completed with a 1 ms ttl: PostgreSQL keeps the later reserved
+    // expiry (the completion leaves the indexed column as it is), other databases count from
+    // completion.
+    const long = params(randomUUID(), { ttlMs: 60_000 });
+    const kept = await inTx(ds, (exec) => sql().reserve(exec, long));
+    await inTx(ds, (exec) =>
+      sql().complete(exec, {
+        id: kept.outcome === 'inserted' ? kept.id : '',
+        leaseToken: long.leaseToken,
+        status: 201,
+        headers: '{"h":[]}',
+        body: Buffer.from('{}'),
+        ttlMs: 1,
+      }),
+    );
+    // Reserved for 1 ms, completed with a minute: a minute from completion everywhere.
+    const short = params(randomUUID(), { ttlMs: 1 });
+    const extended = await inTx(ds, (exec) => sql().reserve(exec, short));
+    await inTx(ds, (exec) =>
+      sql().complete(exec, {
+        id: extended.outcome === 'inserted' ? extended.id : '',
+        leaseToken: short.leaseToken,
+        status: 201,
+        headers: '{"h":[]}',
+        body: Buffer.from('{}'),
+        ttlMs: 60_000,
+      }),
+    );
+    await sleep(50);
+    const a = await sql().find(executorFor(ds.manager), long.scope, long.key);
+    const b = await sql().find(executorFor(ds.manager), short.scope, short.key);
+    expect(a!.state).toBe('completed');
+    expect(a!.expired).toBe(kind !== 'postgres');
+    expect(b!.state).toBe('completed');
+    expect(b!.expired).toBe(false);
+  });
+
   it('renews only our started reservation, from now on the database clock', async () => {
     const p = params(randomUUID(), { leaseMs: 200 });
     const r = await inTx(ds, (exec) => sql().reserve(exec, p));

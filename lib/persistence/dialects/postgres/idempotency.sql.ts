@@ -76,8 +76,11 @@ export function postgresIdempotencySql(t: QuotedTables): IdempotencySql {
     },
     async complete(exec, p) {
       // In the reservation's own transaction the expiry stays as reserved: no indexed column
-      // changes, so with the table's fillfactor the update is HOT (no new index entries).
-      const expiry = p.sameTransaction ? '' : `, expires_at = ${ms('$6')}`;
+      // changes, so with the table's fillfactor the update is HOT (no new index entries). In
+      // another transaction (leased mode) the record lives at least ttl from now: a reserved
+      // expiry that is later already (leased reservations add one lease) stays, so the common
+      // completion within a lease is HOT too.
+      const expiry = p.sameTransaction ? '' : `, expires_at = GREATEST(expires_at, ${ms('$6')})`;
       const params: unknown[] = [p.id, p.leaseToken, p.status, p.headers, p.body];
       if (!p.sameTransaction) params.push(p.ttlMs);
       const { rows } = await exec(
