@@ -127,8 +127,10 @@ GO
 /* 3b. Outbox, second migration (AddOutboxDeadIndex1763700000400): dead messages, counted by the
        health check and the backlog gauges without scanning every sent row. Also run on a
        database created by an earlier version of this script. ------------------------------ */
+-- (LIKE: Babelfish lists the index as ix_<table>_dead followed by the table name and a hash.)
 IF NOT EXISTS (SELECT 1 FROM sys.indexes
-                WHERE name = N'IX_$(OutboxTable)_dead' AND object_id = OBJECT_ID(N'[$(Schema)].[$(OutboxTable)]'))
+                WHERE object_id = OBJECT_ID(N'[$(Schema)].[$(OutboxTable)]')
+                  AND name LIKE N'IX[_]$(OutboxTable)[_]dead%')
   CREATE NONCLUSTERED INDEX IX_$(OutboxTable)_dead ON [$(Schema)].[$(OutboxTable)] (seq) WHERE status = 'dead';
 GO
 

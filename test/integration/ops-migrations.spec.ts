@@ -37,8 +37,9 @@ async function deadIndexExists(
           ])
         : kind === 'mssql'
           ? await ds.query(
-              'SELECT 1 AS found FROM sys.indexes WHERE name = @0 AND object_id = OBJECT_ID(@1)',
-              [`IX_${outbox}_dead`, `${naming.schema ?? 'dbo'}.${outbox}`],
+              // LIKE: Babelfish lists it as ix_<table>_dead followed by the table name and a hash.
+              'SELECT 1 AS found FROM sys.indexes WHERE name LIKE @0 AND object_id = OBJECT_ID(@1)',
+              [`IX[_]${outbox}[_]dead%`, `${naming.schema ?? 'dbo'}.${outbox}`],
             )
           : await ds.query(
               'SELECT 1 FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = ? AND index_name = ?',
