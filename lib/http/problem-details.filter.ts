@@ -79,14 +79,11 @@ export class ProblemDetailsFilter implements ExceptionFilter {
       this.logger.warn(
         `database unavailable: ${exception instanceof Error ? exception.message : String(exception)}`,
       );
-      const unavailable = serviceUnavailable(
-        'The database is unavailable right now; nothing of this request was saved. Retry it (with the same Idempotency-Key, where the endpoint takes one).',
+      return this.toProblem(
+        serviceUnavailable(
+          'The database is unavailable right now; nothing of this request was saved. Retry it (with the same Idempotency-Key, where the endpoint takes one).',
+        ),
       );
-      return {
-        status: 503,
-        body: unavailable.problem,
-        headers: Object.entries(unavailable.headers),
-      };
     }
     this.logger.error(exception instanceof Error ? exception.stack : String(exception));
     return {

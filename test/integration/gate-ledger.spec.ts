@@ -276,34 +276,28 @@ describe.each(databaseKinds())('idempotency ledger statements on %s', (kind) => 
   });
 
   it('completion in another transaction (leased) keeps the record at least ttl from completion; PostgreSQL keeps a later reserved expiry', async () => {
+    // Reserves, then completes in a transaction of its own (as leased mode does).
+    const reserveThenComplete = async (reserveTtlMs: number, completeTtlMs: number) => {
+      const p = params(randomUUID(), { ttlMs: reserveTtlMs });
+      const r = await inTx(ds, (exec) => sql().reserve(exec, p));
+      await inTx(ds, (exec) =>
+        sql().complete(exec, {
+          id: r.outcome === 'inserted' ? r.id : '',
+          leaseToken: p.leaseToken,
+          status: 201,
+          headers: '{"h":[]}',
+          body: Buffer.from('{}'),
+          ttlMs: completeTtlMs,
+        }),
+      );
+      return p;
+    };
     // Reserved for a minute, completed with a 1 ms ttl: PostgreSQL keeps the later reserved
     // expiry (the completion leaves the indexed column as it is), other databases count from
     // completion.
-    const long = params(randomUUID(), { ttlMs: 60_000 });
-    const kept = await inTx(ds, (exec) => sql().reserve(exec, long));
-    await inTx(ds, (exec) =>
-      sql().complete(exec, {
-        id: kept.outcome === 'inserted' ? kept.id : '',
-        leaseToken: long.leaseToken,
-        status: 201,
-        headers: '{"h":[]}',
-        body: Buffer.from('{}'),
-        ttlMs: 1,
-      }),
-    );
+    const long = await reserveThenComplete(60_000, 1);
     // Reserved for 1 ms, completed with a minute: a minute from completion everywhere.
-    const short = params(randomUUID(), { ttlMs: 1 });
-    const extended = await inTx(ds, (exec) => sql().reserve(exec, short));
-    await inTx(ds, (exec) =>
-      sql().complete(exec, {
-        id: extended.outcome === 'inserted' ? extended.id : '',
-        leaseToken: short.leaseToken,
-        status: 201,
-        headers: '{"h":[]}',
-        body: Buffer.from('{}'),
-        ttlMs: 60_000,
-      }),
-    );
+    const short = await reserveThenComplete(1, 60_000);
     await sleep(50);
     const a = await sql().find(executorFor(ds.manager), long.scope, long.key);
     const b = await sql().find(executorFor(ds.manager), short.scope, short.key);
