@@ -14,19 +14,51 @@ export interface InProgressPolicy {
   pollIntervalMs?: number;
 }
 
-/** Which parts of a request besides method, route, query and body go into the fingerprint. */
+/** Which parts of a request besides method, resource path, query and body go into the fingerprint. */
 export interface FingerprintOptions {
   /** Request headers (case-insensitive) whose values are part of the fingerprint. */
   headers?: string[];
   /** Dot paths into a JSON body left out of the fingerprint (e.g. `meta.clientTimestamp`). */
   excludeBodyPaths?: string[];
+  /**
+   * Only these dot paths of a JSON body make the fingerprint (e.g. `['amount', 'currency']`);
+   * everything else in the body may differ between retries. Default: the whole body.
+   */
+  includeBodyPaths?: string[];
 }
 
+/**
+ * A fingerprint of your own: what two requests with the same key must share to be "the same
+ * request". The gate hashes what it returns (SHA-256); method and resource are already part of
+ * the key's scope.
+ */
+export type FingerprintFunction<TRequest = any> = (request: TRequest) => string | Buffer;
+
 /** Anything that can resolve a string from the framework's request object (Express or Fastify). */
-export type RequestResolver = (request: any) => string | undefined | null;
+export type RequestResolver<TRequest = any> = (request: TRequest) => string | undefined | null;
+
+/** What an `onEvent` hook is told about a guarded request. */
+export interface IdempotencyEvent<TRequest = any> {
+  /**
+   * `created`: a first execution's answer was stored; `replayed`: a stored answer was sent again;
+   * `conflict`: 409, the first request with this key is still in flight; `mismatch`: 422 (or the
+   * configured `mismatchStatus`), the key was used for another request.
+   */
+  kind: 'created' | 'replayed' | 'conflict' | 'mismatch';
+  /** Short SHA-256 of scope and key (keys themselves never leave the gate). */
+  keyHash: string;
+  method: string;
+  /** The resource path the key is scoped to (`/customers/A`). */
+  path: string;
+  mode: IdempotencyMode;
+  /** The status of the answer sent. */
+  status: number;
+  /** The framework's request object (Express or Fastify), e.g. to read the authenticated user. */
+  request: TRequest;
+}
 
 /** Options that can be given module-wide and overridden per endpoint by `@Idempotent()`. */
-export interface IdempotencyEndpointOptions {
+export interface IdempotencyEndpointOptions<TRequest = any> {
   mode?: IdempotencyMode;
   /** How long a completed record is replayed, in ms. Default 24 h. */
   ttl?: number;
@@ -54,9 +86,41 @@ export interface IdempotencyEndpointOptions {
   /** Status for "same key, different request". Default 422. */
   mismatchStatus?: 422 | 409;
   inProgress?: InProgressPolicy;
-  /** `Retry-After` seconds on a 409 where no lease tells (transactional mode). Default 1. */
+  /**
+   * `Retry-After` seconds on a 409 (request in progress). Transactional mode: always this value.
+   * Leased mode: the time left on the first request's lease, at most this value, so that a client
+   * polls while the first attempt is alive instead of sleeping through the whole lease. Default 1.
+   */
   retryAfterSeconds?: number;
-  fingerprint?: FingerprintOptions;
+  /**
+   * What makes two requests with one key "the same request" (otherwise 422): an object to tune the
+   * default (headers, body paths to leave out or to keep), a function of your own, or `false` for
+   * no fingerprint at all (every request with the key gets the first answer, whatever its body).
+   */
+  fingerprint?: FingerprintOptions | FingerprintFunction<TRequest> | false;
+  /**
+   * Takes the key from somewhere other than the `headerName` header, e.g. a webhook's event id in
+   * the body: `(req) => req.body?.id`. Returning undefined/null/'' means "no key" (400 when
+   * `required`). The value is checked like a header key (1..maxKeyLength visible ASCII characters).
+   */
+  keyResolver?: RequestResolver<TRequest>;
+  /** A request for which this returns true runs unguarded (e.g. internal callers). */
+  skip?: (request: TRequest) => boolean;
+  /**
+   * Header set on a replayed answer. Default `Idempotency-Replayed`; Stripe's clients look for
+   * `Idempotent-Replayed`.
+   */
+  replayedHeaderName?: string;
+  /**
+   * Opt-in: every guarded answer carries this header with `created` (the first execution's
+   * answer) or `replayed`. `true` means `Idempotency-Status`. Default off.
+   */
+  statusHeader?: boolean | string;
+  /**
+   * Called (synchronously, errors ignored and logged) for every `created`, `replayed`,
+   * `conflict` and `mismatch` answer, for apps that audit. Keep it fast: it runs on the request path.
+   */
+  onEvent?: (event: IdempotencyEvent<TRequest>) => void;
 }
 
 export interface OutboxOptions {
@@ -136,7 +200,7 @@ export interface TableNames {
   inbox?: string;
 }
 
-export interface IdempotencyModuleOptions extends IdempotencyEndpointOptions {
+export interface IdempotencyModuleOptions extends IdempotencyEndpointOptions<any> {
   /** Name of the @nestjs/typeorm DataSource (as given to `TypeOrmModule.forRoot({ name })`). Default: the default one. */
   dataSource?: string;
   /** nestjs-cls transactional connection name, when the app registered the plugin with one. */
@@ -178,6 +242,10 @@ export interface ResolvedIdempotencyOptions extends Required<
     | 'health'
     | 'inProgress'
     | 'fingerprint'
+    | 'keyResolver'
+    | 'skip'
+    | 'statusHeader'
+    | 'onEvent'
   >
 > {
   dataSource?: string;
@@ -189,12 +257,20 @@ export interface ResolvedIdempotencyOptions extends Required<
   logger?: LoggerService | false;
   tables: Required<TableNames>;
   inProgress: Required<InProgressPolicy>;
-  fingerprint: Required<FingerprintOptions>;
+  fingerprint: ResolvedFingerprint;
+  keyResolver?: RequestResolver;
+  skip?: (request: any) => boolean;
+  /** The status header's name, or undefined when off. */
+  statusHeader?: string;
+  onEvent?: (event: IdempotencyEvent) => void;
   outbox: Required<Omit<OutboxOptions, 'publisher'>> & Pick<OutboxOptions, 'publisher'>;
   inbox: Required<InboxOptions>;
   cleanup: Required<CleanupOptions>;
   health: Required<HealthOptions>;
 }
+
+/** The fingerprint setting after defaults: the default one tuned by options, a function, or none. */
+export type ResolvedFingerprint = Required<FingerprintOptions> | FingerprintFunction | false;
 
 /** Options that apply to one endpoint after merging module options and `@Idempotent()` overrides. */
 export type ResolvedEndpointOptions = ResolvedIdempotencyOptions;
@@ -226,6 +302,7 @@ export const NEVER_STORED_HEADERS = new Set([
   'transfer-encoding',
   'connection',
   'idempotency-replayed',
+  'idempotency-status',
 ]);
 
 export const DEFAULT_OPTIONS: ResolvedIdempotencyOptions = {
@@ -234,6 +311,7 @@ export const DEFAULT_OPTIONS: ResolvedIdempotencyOptions = {
   leaseMs: 60_000,
   required: true,
   headerName: 'Idempotency-Key',
+  replayedHeaderName: 'Idempotency-Replayed',
   maxKeyLength: 255,
   storedHeaders: DEFAULT_STORED_HEADERS,
   maxResponseBytes: 1024 * 1024,
@@ -242,7 +320,7 @@ export const DEFAULT_OPTIONS: ResolvedIdempotencyOptions = {
   mismatchStatus: 422,
   inProgress: { policy: 'reject', maxWaitMs: 5000, pollIntervalMs: 100 },
   retryAfterSeconds: 1,
-  fingerprint: { headers: [], excludeBodyPaths: [] },
+  fingerprint: { headers: [], excludeBodyPaths: [], includeBodyPaths: [] },
   lockTimeoutMs: 100,
   tables: {
     idempotency: 'idempotency_records',
@@ -303,14 +381,16 @@ export function resolveOptions(options: IdempotencyModuleOptions = {}): Resolved
     ...stripUndefined(options),
     encryptionKey: parseEncryptionKey(options.encryptionKey),
     storedHeaders: (options.storedHeaders ?? DEFAULT_STORED_HEADERS).map((h) => h.toLowerCase()),
+    statusHeader: statusHeaderName(options.statusHeader),
     tables: { ...DEFAULT_OPTIONS.tables, ...stripUndefined(options.tables ?? {}) },
     inProgress: { ...DEFAULT_OPTIONS.inProgress, ...stripUndefined(options.inProgress ?? {}) },
-    fingerprint: { ...DEFAULT_OPTIONS.fingerprint, ...stripUndefined(options.fingerprint ?? {}) },
+    fingerprint: mergeFingerprint(DEFAULT_OPTIONS.fingerprint, options.fingerprint),
     outbox: resolveOutboxOptions(options.outbox),
     inbox: { ...DEFAULT_OPTIONS.inbox, ...stripUndefined(options.inbox ?? {}) },
     cleanup: { ...DEFAULT_OPTIONS.cleanup, ...stripUndefined(options.cleanup ?? {}) },
     health: { ...DEFAULT_OPTIONS.health, ...stripUndefined(options.health ?? {}) },
   };
+  merged.storedHeaders = withoutGateHeaders(merged);
   validateOptions(merged);
   return merged;
 }
@@ -329,10 +409,35 @@ export function resolveEndpointOptions(
       ? o.storedHeaders.map((h) => h.toLowerCase())
       : base.storedHeaders,
     inProgress: { ...base.inProgress, ...stripUndefined(o.inProgress ?? {}) },
-    fingerprint: { ...base.fingerprint, ...stripUndefined(o.fingerprint ?? {}) },
+    fingerprint: mergeFingerprint(base.fingerprint, o.fingerprint),
+    statusHeader: 'statusHeader' in o ? statusHeaderName(o.statusHeader) : base.statusHeader,
   };
+  merged.storedHeaders = withoutGateHeaders(merged);
   validateOptions(merged);
   return merged;
+}
+
+/** A function or `false` replaces the fingerprint; an object tunes the default one. */
+function mergeFingerprint(
+  base: ResolvedFingerprint,
+  override: IdempotencyEndpointOptions['fingerprint'],
+): ResolvedFingerprint {
+  if (override === undefined) return base;
+  if (override === false || typeof override === 'function') return override;
+  const from = typeof base === 'object' ? base : DEFAULT_OPTIONS.fingerprint;
+  return { ...(from as Required<FingerprintOptions>), ...stripUndefined(override) };
+}
+
+/** The gate's own answer headers are never stored (a replay sets them anew). */
+function withoutGateHeaders(o: ResolvedIdempotencyOptions): string[] {
+  if (!Array.isArray(o.storedHeaders)) return o.storedHeaders;
+  const own = [o.replayedHeaderName, o.statusHeader].map((h) => h?.toLowerCase());
+  return o.storedHeaders.filter((h) => !own.includes(h));
+}
+
+function statusHeaderName(v: boolean | string | undefined): string | undefined {
+  if (v === undefined || v === false) return undefined;
+  return v === true ? 'Idempotency-Status' : v;
 }
 
 /** Checks of the HTTP gate's own settings (in-progress policy, oversized answers, statuses). */
@@ -353,10 +458,38 @@ function validateGateOptions(o: ResolvedIdempotencyOptions, fail: (msg: string) 
   if (!(Number.isInteger(o.retryAfterSeconds) && o.retryAfterSeconds >= 0))
     fail('retryAfterSeconds must be a whole number >= 0');
   if (!Array.isArray(o.storedHeaders)) fail('storedHeaders must be an array of header names');
-  if (!Array.isArray(o.fingerprint.headers) || !Array.isArray(o.fingerprint.excludeBodyPaths)) {
-    fail('fingerprint.headers and fingerprint.excludeBodyPaths must be arrays');
+  const f = o.fingerprint;
+  if (f !== false && typeof f !== 'function') {
+    if (typeof f !== 'object' || f === null)
+      fail(
+        'fingerprint must be an object of options, a function (request) => string | Buffer, or false',
+      );
+    else if (
+      !Array.isArray(f.headers) ||
+      !Array.isArray(f.excludeBodyPaths) ||
+      !Array.isArray(f.includeBodyPaths)
+    )
+      fail(
+        'fingerprint.headers, fingerprint.excludeBodyPaths and fingerprint.includeBodyPaths must be arrays',
+      );
+  }
+  for (const [name, fn] of [
+    ['keyResolver', o.keyResolver],
+    ['skip', o.skip],
+    ['onEvent', o.onEvent],
+  ] as const) {
+    if (fn !== undefined && typeof fn !== 'function') fail(`${name} must be a function`);
+  }
+  for (const [name, header] of [
+    ['replayedHeaderName', o.replayedHeaderName],
+    ['statusHeader', o.statusHeader],
+  ] as const) {
+    if (header !== undefined && !HEADER_TOKEN.test(header))
+      fail(`${name} "${String(header)}" is not a valid header name`);
   }
 }
+
+const HEADER_TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
 function validateOptions(o: ResolvedIdempotencyOptions): void {
   const fail = (msg: string) => {
@@ -371,7 +504,7 @@ function validateOptions(o: ResolvedIdempotencyOptions): void {
   if (!(o.maxResponseBytes > 0)) fail('maxResponseBytes must be positive');
   if (o.mismatchStatus !== 422 && o.mismatchStatus !== 409)
     fail('mismatchStatus must be 422 or 409');
-  if (!/^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/.test(o.headerName))
+  if (!HEADER_TOKEN.test(o.headerName))
     fail(`headerName "${o.headerName}" is not a valid header name`);
   if (!(o.lockTimeoutMs >= 0)) fail('lockTimeoutMs must be >= 0');
   validateGateOptions(o, fail);

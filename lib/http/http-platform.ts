@@ -34,6 +34,16 @@ export function routeTemplate(req: any, fallback: string): string {
   return fallback;
 }
 
+/** The path the client asked for, without the query string (problem+json `instance`). */
+export function requestPath(req: any): string {
+  const url: string = rawRequest(req)?.url ?? '';
+  const i = url.indexOf('?');
+  return i < 0 ? url : url.slice(0, i);
+}
+
+/** The path parameters the router extracted (already percent-decoded), on either platform. */
+export const pathParams = (req: any): unknown => req?.params;
+
 /** The raw query string (without `?`). */
 export function queryString(req: any): string {
   const url: string = rawRequest(req).url ?? '';

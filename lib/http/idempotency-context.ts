@@ -6,7 +6,7 @@ import { ClsServiceManager } from 'nestjs-cls';
 export interface IdempotencyInfo {
   /** The client's key, as parsed from the header. */
   key: string;
-  /** Tenant + principal + method + route template the key is scoped to. */
+  /** Tenant + principal + method + resource path (route template with its parameters) the key is scoped to. */
   scope: string;
   /** Short SHA-256 of scope and key: safe to log. */
   keyHash: string;

@@ -1,42 +1,63 @@
 import { ArgumentsHost, Catch, ExceptionFilter } from '@nestjs/common';
 import { REPLAYED_HEADER } from '../idempotency.constants';
 import { ProblemException } from './idempotency.errors';
-import { sendRaw } from './http-platform';
+import { requestPath, sendRaw } from './http-platform';
 import type { ResponseSnapshot } from './response-snapshot';
+
+/** The gate's own headers on a replayed answer (names are endpoint options). */
+export interface ReplayHeaders {
+  /** Set to `true` on every replay (`replayedHeaderName`). */
+  replayed: string;
+  /** Set to `replayed` when the opt-in `statusHeader` is on. */
+  status?: string;
+}
+
+const DEFAULT_REPLAY_HEADERS: ReplayHeaders = { replayed: REPLAYED_HEADER };
 
 /** @internal Thrown by the gate to answer with a stored response. */
 export class ReplayResponse {
   // Not an Error: a replay is an answer, and capturing a stack trace per replay is wasted work.
-  constructor(readonly snapshot: ResponseSnapshot) {}
+  constructor(
+    readonly snapshot: ResponseSnapshot,
+    readonly headers: ReplayHeaders = DEFAULT_REPLAY_HEADERS,
+  ) {}
 }
 
 /** Writes a problem+json answer on either platform. */
-export function sendProblem(res: any, e: ProblemException): void {
-  sendRaw(res, ...problemAnswer(e));
+export function sendProblem(res: any, e: ProblemException, instance?: string): void {
+  sendRaw(res, ...problemAnswer(e, instance));
 }
 
 /** Header set on a replay whose body was over `maxResponseBytes` and not stored (`store-status-only`). */
 export const BODY_OMITTED_HEADER = 'Idempotency-Replay-Body-Omitted';
 
 /** Status, headers and body of a replayed answer: the stored ones plus `Idempotency-Replayed: true`. */
-export function replayAnswer(s: ResponseSnapshot): [number, Array<[string, string]>, Buffer] {
-  const headers: Array<[string, string]> = [...s.headers, [REPLAYED_HEADER, 'true']];
+export function replayAnswer(
+  s: ResponseSnapshot,
+  h: ReplayHeaders = DEFAULT_REPLAY_HEADERS,
+): [number, Array<[string, string]>, Buffer] {
+  const headers: Array<[string, string]> = [...s.headers, [h.replayed, 'true']];
+  if (h.status) headers.push([h.status, 'replayed']);
   if (s.bodyOmitted) headers.push([BODY_OMITTED_HEADER, 'true']);
   return [s.status, headers, s.body ?? Buffer.alloc(0)];
 }
 
-/** Status, headers and body of a problem+json answer. */
-export function problemAnswer(e: ProblemException): [number, Array<[string, string]>, string] {
+/** Status, headers and body of a problem+json answer; `instance` is the request path. */
+export function problemAnswer(
+  e: ProblemException,
+  instance?: string,
+): [number, Array<[string, string]>, string] {
+  const body = instance === undefined ? e.problem : { ...e.problem, instance };
   return [
     e.problem.status,
     [['Content-Type', 'application/problem+json'], ...Object.entries(e.headers)],
-    JSON.stringify(e.problem),
+    JSON.stringify(body),
   ];
 }
 
 /** Writes a stored answer byte for byte, with `Idempotency-Replayed: true`. */
-export function sendReplay(res: any, s: ResponseSnapshot): void {
-  sendRaw(res, ...replayAnswer(s));
+export function sendReplay(res: any, s: ResponseSnapshot, h?: ReplayHeaders): void {
+  sendRaw(res, ...replayAnswer(s, h));
 }
 
 /**
@@ -47,8 +68,9 @@ export function sendReplay(res: any, s: ResponseSnapshot): void {
 @Catch(ReplayResponse, ProblemException)
 export class IdempotencyExceptionFilter implements ExceptionFilter {
   catch(exception: ReplayResponse | ProblemException, host: ArgumentsHost): void {
-    const res = host.switchToHttp().getResponse();
-    if (exception instanceof ReplayResponse) sendReplay(res, exception.snapshot);
-    else sendProblem(res, exception);
+    const http = host.switchToHttp();
+    const res = http.getResponse();
+    if (exception instanceof ReplayResponse) sendReplay(res, exception.snapshot, exception.headers);
+    else sendProblem(res, exception, requestPath(http.getRequest()));
   }
 }

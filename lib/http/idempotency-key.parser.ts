@@ -9,14 +9,19 @@ const VISIBLE_ASCII = /^[\x21-\x7e]+$/;
  * characters (0x21–0x7E). Anything else throws a 400 problem.
  */
 export function parseIdempotencyKey(value: string, maxLength: number): string {
-  let key = value;
-  if (value.startsWith('"')) {
-    key = parseSfString(value);
-  }
-  if (key.length === 0) throw invalidKey('the key is empty');
-  if (key.length > maxLength) throw invalidKey(`the key is longer than ${maxLength} characters`);
+  return checkIdempotencyKey(value.startsWith('"') ? parseSfString(value) : value, maxLength);
+}
+
+/**
+ * Checks a key taken from elsewhere than the header (`keyResolver`): the same rules, no quoting.
+ * `source` names where it came from in the 400 problem.
+ */
+export function checkIdempotencyKey(key: string, maxLength: number, source?: string): string {
+  if (key.length === 0) throw invalidKey('the key is empty', source);
+  if (key.length > maxLength)
+    throw invalidKey(`the key is longer than ${maxLength} characters`, source);
   if (!VISIBLE_ASCII.test(key))
-    throw invalidKey('the key must contain only visible ASCII characters (0x21-0x7E)');
+    throw invalidKey('the key must contain only visible ASCII characters (0x21-0x7E)', source);
   return key;
 }
 

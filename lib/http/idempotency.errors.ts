@@ -22,18 +22,38 @@ export interface ProblemDetails {
   title: string;
   status: number;
   detail: string;
+  /** The request path the problem occurred on (set when the answer is written). */
+  instance?: string;
+  /**
+   * Whether the same request (with the same Idempotency-Key) may succeed when sent again later,
+   * so clients need not parse `type`: true for 409 in progress / superseded, 408, 425, 429, 502,
+   * 503 and 504; false for everything else.
+   */
+  retryable?: boolean;
   [extension: string]: unknown;
 }
 
+const RETRYABLE_TYPES: ReadonlySet<string> = new Set([
+  PROBLEM_TYPES.inProgress,
+  PROBLEM_TYPES.leaseLost,
+]);
+const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([408, 425, 429, 502, 503, 504]);
+
+/** Whether a problem of this type and status may succeed on a retry of the same request. */
+export const isRetryableProblem = (type: string, status: number): boolean =>
+  RETRYABLE_TYPES.has(type) || RETRYABLE_STATUSES.has(status);
+
 /**
  * An HttpException whose body is problem+json. The library's exception filter writes it with
- * `Content-Type: application/problem+json` and any extra headers (e.g. `Retry-After`).
+ * `Content-Type: application/problem+json`, any extra headers (e.g. `Retry-After`) and the
+ * request path as `instance`. `retryable` is filled in from the type and status when not given.
  */
 export class ProblemException extends HttpException {
   constructor(
     readonly problem: ProblemDetails,
     readonly headers: Record<string, string> = {},
   ) {
+    problem.retryable ??= isRetryableProblem(problem.type, problem.status);
     super(problem, problem.status);
   }
 }
@@ -47,20 +67,22 @@ const problem = (
   ext?: object,
 ) => new ProblemException({ type, title, status, detail, ...ext }, headers);
 
-export const missingKey = (header: string) =>
+export const missingKey = (header: string | undefined) =>
   problem(
     400,
     PROBLEM_TYPES.keyMissing,
     'Idempotency-Key missing',
-    `This endpoint requires an ${header} header.`,
+    header
+      ? `This endpoint requires an ${header} header.`
+      : 'This endpoint requires an idempotency key, and none was found in the request.',
   );
 
-export const invalidKey = (why: string) =>
+export const invalidKey = (why: string, source = 'The Idempotency-Key header') =>
   problem(
     400,
     PROBLEM_TYPES.keyInvalid,
     'Invalid Idempotency-Key',
-    `The Idempotency-Key header is invalid: ${why}.`,
+    `${source} is invalid: ${why}.`,
   );
 
 export const inProgress = (retryAfterSeconds: number) =>

@@ -16,6 +16,7 @@ import { Observable, Subscriber } from 'rxjs';
 import { IDEMPOTENCY_OPTIONS, IDEMPOTENT_METADATA } from '../idempotency.constants';
 import type {
   IdempotencyEndpointOptions,
+  IdempotencyEvent,
   ResolvedEndpointOptions,
   ResolvedIdempotencyOptions,
 } from '../idempotency.options';
@@ -30,6 +31,7 @@ import { IDEMPOTENCY_INFO, IdempotencyInfo, keyHashOf } from './idempotency-cont
 import {
   problemAnswer,
   replayAnswer,
+  ReplayHeaders,
   ReplayResponse,
   sendProblem,
 } from './idempotency-exception.filter';
@@ -40,23 +42,27 @@ import {
   leaseLost,
   missingKey,
   notSnapshottable,
+  PROBLEM_TYPES,
   ProblemException,
   responseTooLarge,
   serviceUnavailable,
   storedResponseUnreadable,
 } from './idempotency.errors';
-import { parseIdempotencyKey } from './idempotency-key.parser';
+import { checkIdempotencyKey, parseIdempotencyKey } from './idempotency-key.parser';
 import { CAPTURE_TIMEOUT } from './idempotency.messages';
 import { trackHandlerBody } from './handler-body.tracker';
 import {
   headerValue,
   headerValues,
+  pathParams,
   queryString,
   rawResponse,
+  requestPath,
   routeTemplate,
 } from './http-platform';
-import { requestFingerprint } from './request-fingerprint';
+import { customFingerprint, NO_FINGERPRINT, requestFingerprint } from './request-fingerprint';
 import { buildScope } from './request-scope';
+import { normalizePath, resourcePath } from './resource-path';
 import { LeaseKeeper } from './lease-keeper';
 import { ReadFirstPolicy } from '../persistence/read-first.policy';
 import { CapturedResponse, ResponseCapture } from './response-capture';
@@ -72,9 +78,17 @@ interface GuardedRequest {
   opts: ResolvedEndpointOptions;
   info: IdempotencyInfo;
   requestHash: Buffer;
+  req: any;
   res: any;
+  method: string;
+  /** The resource the key is scoped to (route template with its parameters filled in). */
+  path: string;
+  /** The gate's own headers on a replay. */
+  replayHeaders: ReplayHeaders;
   /** SQLite: this request's registration in the in-process in-flight registry. */
   inFlightTicket?: symbol;
+  /** Status of the first execution's answer, once it is stored. */
+  createdStatus?: number;
 }
 
 /** How the reservation step ended. */
@@ -137,20 +151,25 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const req = http.getRequest();
     const res = http.getResponse();
 
-    const values = headerValues(req, opts.headerName);
-    if (values.length === 0) {
-      if (!opts.required) return next.handle();
-      throw missingKey(opts.headerName);
-    }
-    if (values.length > 1)
-      throw invalidKey(`the ${opts.headerName} header appears ${values.length} times`);
-    const key = parseIdempotencyKey(values[0].trim(), opts.maxKeyLength);
-    const route = routeTemplate(req, `${context.getClass().name}.${context.getHandler().name}`);
-    const scope = buildScope(this.getTenant(req), this.getPrincipal(req), req.method, route);
-    const requestHash = this.fingerprint(req, route, opts);
+    if (opts.skip?.(req)) return next.handle();
+    const key = this.getKey(req, opts);
+    if (key === undefined) return next.handle();
+    const path = this.getResource(req, context);
+    const method = String(req.method).toUpperCase();
+    const scope = buildScope(this.getTenant(req), this.getPrincipal(req), method, path);
+    const requestHash = this.fingerprint(req, path, opts);
     const info: IdempotencyInfo = { key, scope, keyHash: keyHashOf(scope, key) };
     req[IDEMPOTENCY_INFO] = info;
-    const guarded: GuardedRequest = { opts, info, requestHash, res };
+    const guarded: GuardedRequest = {
+      opts,
+      info,
+      requestHash,
+      req,
+      res,
+      method,
+      path,
+      replayHeaders: this.replayHeadersOf(opts),
+    };
 
     return new Observable((subscriber) => {
       const cls = ClsServiceManager.getClsService();
@@ -163,6 +182,43 @@ export class IdempotencyInterceptor implements NestInterceptor {
     });
   }
 
+  /**
+   * The request's idempotency key: `keyResolver` when the endpoint has one, else the header.
+   * Undefined when there is none and the endpoint does not require one (the request runs
+   * unguarded); a missing required key or an invalid one throws a 400 problem.
+   */
+  protected getKey(req: any, opts: ResolvedEndpointOptions): string | undefined {
+    if (opts.keyResolver) {
+      const value = opts.keyResolver(req);
+      if (value === undefined || value === null || value === '') {
+        if (!opts.required) return undefined;
+        throw missingKey(undefined);
+      }
+      return checkIdempotencyKey(String(value), opts.maxKeyLength, 'The idempotency key');
+    }
+    const values = headerValues(req, opts.headerName);
+    if (values.length === 0) {
+      if (!opts.required) return undefined;
+      throw missingKey(opts.headerName);
+    }
+    if (values.length > 1)
+      throw invalidKey(`the ${opts.headerName} header appears ${values.length} times`);
+    return parseIdempotencyKey(values[0].trim(), opts.maxKeyLength);
+  }
+
+  /**
+   * The resource the request addresses: the matched route template with its (router-decoded)
+   * path parameters filled in, so one key on `/customers/A` and `/customers/B` is two requests.
+   * Override to scope keys differently.
+   */
+  protected getResource(req: any, context: ExecutionContext): string {
+    const template = routeTemplate(req, '');
+    return template
+      ? resourcePath(template, pathParams(req))
+      : normalizePath(requestPath(req)) ||
+          `${context.getClass().name}.${context.getHandler().name}`;
+  }
+
   /** Tenant of the request (override to read it elsewhere). */
   protected getTenant(req: any): string {
     return this.options.tenantResolver?.(req) ?? '-';
@@ -173,18 +229,36 @@ export class IdempotencyInterceptor implements NestInterceptor {
     return this.options.principalResolver?.(req) ?? '-';
   }
 
-  /** The request fingerprint (override to change what makes two requests "the same"). */
-  protected fingerprint(req: any, route: string, opts: ResolvedEndpointOptions): Buffer {
+  /**
+   * The request fingerprint (override to change what makes two requests "the same"): by default
+   * method, resource path, sorted query, configured headers and the body (canonical JSON).
+   */
+  protected fingerprint(req: any, path: string, opts: ResolvedEndpointOptions): Buffer {
+    const f = opts.fingerprint;
+    if (f === false) return NO_FINGERPRINT;
+    if (typeof f === 'function') return customFingerprint(f(req));
     return requestFingerprint({
       method: req.method,
-      route,
+      route: path,
       query: queryString(req),
-      headers: opts.fingerprint.headers.map((h) => [h.toLowerCase(), headerValue(req, h)]),
+      headers: f.headers.map((h) => [h.toLowerCase(), headerValue(req, h)]),
       contentType: headerValue(req, 'content-type'),
       body: req.body,
       rawBody: req.rawBody,
-      excludeBodyPaths: new Set(opts.fingerprint.excludeBodyPaths),
+      excludeBodyPaths: new Set(f.excludeBodyPaths),
+      includeBodyPaths: f.includeBodyPaths,
     });
+  }
+
+  private readonly replayHeadersCache = new WeakMap<object, ReplayHeaders>();
+
+  private replayHeadersOf(opts: ResolvedEndpointOptions): ReplayHeaders {
+    let h = this.replayHeadersCache.get(opts);
+    if (!h) {
+      h = { replayed: opts.replayedHeaderName, status: opts.statusHeader };
+      this.replayHeadersCache.set(opts, h);
+    }
+    return h;
   }
 
   private resolveOptions(context: ExecutionContext): ResolvedEndpointOptions {
@@ -214,7 +288,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       const retryAfter =
         leaseUntil === undefined
           ? opts.retryAfterSeconds
-          : toRetryAfterSeconds(leaseUntil - Date.now());
+          : Math.min(toRetryAfterSeconds(leaseUntil - Date.now()), opts.retryAfterSeconds);
       const outcome = await this.waitOrConflict(g, this.conflict(g, inProgress(retryAfter)));
       if (outcome) return this.answer(outcome, g, subscriber);
       return this.execute(g, next, subscriber);
@@ -266,7 +340,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     }
     // Test-only crash point: the business transaction has committed, no byte has left yet.
     faultPoint('gate.after-commit');
-    capture?.release();
+    if (capture) this.releaseCreated(g, capture);
   }
 
   /**
@@ -336,6 +410,15 @@ export class IdempotencyInterceptor implements NestInterceptor {
     }
     // Test-only crash point: the business transaction has committed, no byte has left yet.
     faultPoint('gate.after-commit');
+    this.releaseCreated(g, capture);
+  }
+
+  /** Sends a first execution's stored answer (with `Idempotency-Status: created` when on). */
+  private releaseCreated(g: GuardedRequest, capture: ResponseCapture): void {
+    if (g.createdStatus !== undefined) {
+      if (g.opts.statusHeader) capture.setHeader(g.opts.statusHeader, 'created');
+      this.emit(g, 'created', g.createdStatus);
+    }
     capture.release();
   }
 
@@ -416,19 +499,29 @@ export class IdempotencyInterceptor implements NestInterceptor {
     return this.settledAnswer(g, row, quiet);
   }
 
-  /** What a live record that is not ours answers: 422 for another payload, 409 in progress, or its replay. */
+  /**
+   * What a live record that is not ours answers: 409 while it is in flight (whatever the payload:
+   * in transactional mode an in-flight record cannot be read at all, so every database and mode
+   * answers the same), then 422 for another payload, or its replay.
+   */
   private settledAnswer(
     g: GuardedRequest,
     row: IdempotencyRow,
     quiet: boolean,
   ): Exclude<Reservation, { kind: 'reserved' }> {
+    if (row.state === 'started') {
+      // Leased mode: a short poll while the first attempt is alive (its lease is renewed every
+      // third of leaseMs), never the whole lease.
+      const retryAfter = Math.min(
+        toRetryAfterSeconds(row.leaseRemainingMs),
+        g.opts.retryAfterSeconds,
+      );
+      return this.conflict(g, inProgress(retryAfter), quiet);
+    }
     if (!row.requestHash.equals(g.requestHash)) {
       this.metrics.idempotencyMismatchConflicts.add(1);
       this.log('warn', 'key-reused-with-other-request', g);
       return { kind: 'conflict', error: keyReused(g.opts.mismatchStatus) };
-    }
-    if (row.state === 'started') {
-      return this.conflict(g, inProgress(toRetryAfterSeconds(row.leaseRemainingMs)), quiet);
     }
     let snapshot: ResponseSnapshot;
     try {
@@ -487,8 +580,38 @@ export class IdempotencyInterceptor implements NestInterceptor {
   }
 
   private answer(r: Reservation, g: GuardedRequest, subscriber: Subscriber<unknown>): void {
-    if (r.kind === 'replay') subscriber.error(new ReplayResponse(r.snapshot));
-    else if (r.kind === 'conflict') subscriber.error(r.error);
+    if (r.kind === 'reserved') return;
+    this.emitFor(g, r);
+    if (r.kind === 'replay') subscriber.error(new ReplayResponse(r.snapshot, g.replayHeaders));
+    else subscriber.error(r.error);
+  }
+
+  /** The `onEvent` hook for a replay or a conflict. */
+  private emitFor(g: GuardedRequest, r: Exclude<Reservation, { kind: 'reserved' }>): void {
+    if (!g.opts.onEvent) return;
+    if (r.kind === 'replay') return this.emit(g, 'replayed', r.snapshot.status);
+    const type = r.error.problem.type;
+    if (type === PROBLEM_TYPES.mismatch) this.emit(g, 'mismatch', r.error.problem.status);
+    else if (type === PROBLEM_TYPES.inProgress || type === PROBLEM_TYPES.leaseLost)
+      this.emit(g, 'conflict', r.error.problem.status);
+  }
+
+  private emit(g: GuardedRequest, kind: IdempotencyEvent['kind'], status: number): void {
+    const onEvent = g.opts.onEvent;
+    if (!onEvent) return;
+    try {
+      onEvent({
+        kind,
+        keyHash: g.info.keyHash,
+        method: g.method,
+        path: g.path,
+        mode: g.opts.mode,
+        status,
+        request: g.req,
+      });
+    } catch (e) {
+      this.log('warn', 'on-event-failed', g, { error: e instanceof Error ? e.message : String(e) });
+    }
   }
 
   /**
@@ -519,11 +642,14 @@ export class IdempotencyInterceptor implements NestInterceptor {
       }),
     );
     const captured = await withTimeout(capture.done, CAPTURE_TIMEOUT_MS);
+    const instance = requestPath(g.req);
     if (!captured)
-      throw new Abort(() => capture.replace(...problemAnswer(serviceUnavailable(CAPTURE_TIMEOUT))));
+      throw new Abort(() =>
+        capture.replace(...problemAnswer(serviceUnavailable(CAPTURE_TIMEOUT), instance)),
+      );
     if (unsnapshottable || captured.streamed) {
       const problem = notSnapshottable(unsnapshottable ?? 'a streamed body');
-      throw new Abort(() => capture.replace(...problemAnswer(problem)));
+      throw new Abort(() => capture.replace(...problemAnswer(problem, instance)));
     }
     const { opts } = g;
     const status = captured.status;
@@ -538,7 +664,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const snapshot = this.snapshotOf(captured, opts);
     if (!snapshot) {
       const problem = responseTooLarge(captured.body.length, opts.maxResponseBytes);
-      throw new Abort(() => capture.replace(...problemAnswer(problem)));
+      throw new Abort(() => capture.replace(...problemAnswer(problem, instance)));
     }
     if (threw) {
       // A stored 4xx from an exception: the handler's writes roll back, the answer is kept,
@@ -546,9 +672,14 @@ export class IdempotencyInterceptor implements NestInterceptor {
       // holds the key now (its replay, or 409), never an answer the ledger does not have.
       throw new Abort(async () => {
         const other = await this.storeAfterRollback(g, reservation, snapshot);
-        if (!other) capture.release();
-        else if (other.kind === 'replay') capture.replace(...replayAnswer(other.snapshot));
-        else capture.replace(...problemAnswer(other.error));
+        if (!other) {
+          g.createdStatus = status;
+          return this.releaseCreated(g, capture);
+        }
+        this.emitFor(g, other);
+        if (other.kind === 'replay')
+          capture.replace(...replayAnswer(other.snapshot, g.replayHeaders));
+        else capture.replace(...problemAnswer(other.error, instance));
       }, g.opts.mode === 'leased');
     }
     const encoded = encodeSnapshot(snapshot, this.options.encryptionKey);
@@ -566,8 +697,9 @@ export class IdempotencyInterceptor implements NestInterceptor {
     if (!ok) {
       this.metrics.idempotencyCompleteFailures.add(1);
       this.log('warn', 'lease-lost', g);
-      throw new Abort(() => capture.replace(...problemAnswer(leaseLost())), true);
+      throw new Abort(() => capture.replace(...problemAnswer(leaseLost(), instance)), true);
     }
+    g.createdStatus = status;
   }
 
   /**
@@ -649,12 +781,12 @@ export class IdempotencyInterceptor implements NestInterceptor {
       'The request could not be completed because the database is unavailable. Retry with the same Idempotency-Key.',
     );
     if (capture) {
-      capture.replace(...problemAnswer(problem));
+      capture.replace(...problemAnswer(problem, requestPath(g.req)));
     } else {
       try {
         subscriber.error(problem);
       } catch {
-        sendProblem(g.res, problem);
+        sendProblem(g.res, problem, requestPath(g.req));
       }
     }
   }

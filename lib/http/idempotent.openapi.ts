@@ -146,12 +146,19 @@ function mergeResponses(
   }
 
   const replayHeaders: Record<string, unknown> = {
-    [REPLAYED_HEADER]: {
+    [options.replayedHeaderName ?? REPLAYED_HEADER]: {
       description:
         'Present with the value "true" when this answer is a stored replay of the first execution for this key.',
       schema: { type: 'string', enum: ['true'] },
     },
   };
+  if (options.statusHeader) {
+    replayHeaders[options.statusHeader === true ? 'Idempotency-Status' : options.statusHeader] = {
+      description:
+        '"created" on the first execution\'s stored answer, "replayed" on a replay of it.',
+      schema: { type: 'string', enum: ['created', 'replayed'] },
+    };
+  }
   if (options.oversizedResponse === 'store-status-only') {
     replayHeaders[BODY_OMITTED_HEADER] = {
       description:

@@ -1,8 +1,8 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import { STATUS_CODES } from 'node:http';
 import { isDatabaseUnavailable } from '../persistence/database-unavailable';
-import { ProblemException, serviceUnavailable } from './idempotency.errors';
-import { sendRaw } from './http-platform';
+import { isRetryableProblem, ProblemException, serviceUnavailable } from './idempotency.errors';
+import { requestPath, sendRaw } from './http-platform';
 
 /**
  * A global filter that answers every error as `application/problem+json` (RFC 9457):
@@ -16,13 +16,15 @@ export class ProblemDetailsFilter implements ExceptionFilter {
 
   catch(exception: unknown, host: ArgumentsHost): void {
     if (host.getType() !== 'http') throw exception;
-    const res = host.switchToHttp().getResponse();
+    const http = host.switchToHttp();
     const { status, body, headers } = this.toProblem(exception);
+    const problem: Record<string, unknown> = { ...body, instance: requestPath(http.getRequest()) };
+    problem.retryable ??= isRetryableProblem(String(problem.type), status);
     sendRaw(
-      res,
+      http.getResponse(),
       status,
       [['Content-Type', 'application/problem+json'], ...headers],
-      JSON.stringify(body),
+      JSON.stringify(problem),
     );
   }
 

@@ -3,6 +3,7 @@ import { canonicalJson } from './canonical-json';
 
 export interface FingerprintInput {
   method: string;
+  /** The resource path (route template with its parameters filled in, see resourcePath). */
   route: string;
   /** The raw query string (without `?`), or empty. */
   query: string;
@@ -14,6 +15,8 @@ export interface FingerprintInput {
   /** The raw body bytes when the app enabled `rawBody`. */
   rawBody: Buffer | undefined;
   excludeBodyPaths: ReadonlySet<string>;
+  /** When not empty, only these dot paths of a JSON body are fingerprinted. */
+  includeBodyPaths?: readonly string[];
 }
 
 export const isJsonContentType = (ct: string | undefined): boolean =>
@@ -30,7 +33,7 @@ export function sortedQuery(query: string): string {
 }
 
 /**
- * SHA-256 over method, route template, sorted query, configured headers and the body. JSON
+ * SHA-256 over method, resource path, sorted query, configured headers and the body. JSON
  * bodies are canonicalized (RFC 8785) first, so member order and whitespace do not matter;
  * other bodies are hashed as raw bytes. Every part is length-prefixed so parts cannot bleed
  * into each other. Returns the 32-byte digest.
@@ -55,15 +58,29 @@ export function requestFingerprint(input: FingerprintInput): Buffer {
   return h.digest();
 }
 
+/** SHA-256 of what a custom fingerprint function returned. */
+export function customFingerprint(value: string | Buffer): Buffer {
+  return createHash('sha256')
+    .update('custom:')
+    .update(typeof value === 'string' ? Buffer.from(value, 'utf8') : value)
+    .digest();
+}
+
+/** The fingerprint of every request under `fingerprint: false`: no part of a request counts. */
+export const NO_FINGERPRINT: Buffer = createHash('sha256').update('none:').digest();
+
 function bodyBytes(input: FingerprintInput): string | Buffer {
   const { body, rawBody, contentType } = input;
+  const include = input.includeBodyPaths?.length ? input.includeBodyPaths : undefined;
+  const json = (value: unknown) =>
+    'json:' + canonicalJson(include ? pickPaths(value, include) : value, input.excludeBodyPaths);
   if (isJsonContentType(contentType)) {
     if (body !== undefined && typeof body === 'object' && !Buffer.isBuffer(body)) {
-      return 'json:' + canonicalJson(body, input.excludeBodyPaths);
+      return json(body);
     }
     if (rawBody && rawBody.length) {
       const parsed = tryParseJson(rawBody);
-      if (parsed.ok) return 'json:' + canonicalJson(parsed.value, input.excludeBodyPaths);
+      if (parsed.ok) return json(parsed.value);
     }
   }
   if (rawBody) return Buffer.concat([Buffer.from('raw:'), rawBody]);
@@ -72,6 +89,37 @@ function bodyBytes(input: FingerprintInput): string | Buffer {
   if (body === undefined || body === null) return 'none:';
   // A parsed non-JSON body (e.g. urlencoded) without raw bytes: canonical form of what was parsed.
   return 'parsed:' + canonicalJson(body, input.excludeBodyPaths);
+}
+
+/**
+ * The parts of a JSON value at the given dot paths, at the same places (array indexes are path
+ * segments too). A path that is absent stays absent, which is not the same as `null`.
+ */
+export function pickPaths(value: unknown, paths: readonly string[]): unknown {
+  const out: Record<string, unknown> = {};
+  for (const path of paths) {
+    const segments = path.split('.');
+    let from: unknown = value;
+    let ok = true;
+    for (const s of segments) {
+      if (from === null || typeof from !== 'object' || !Object.hasOwn(from, s)) {
+        ok = false;
+        break;
+      }
+      from = (from as Record<string, unknown>)[s];
+    }
+    if (!ok || from === undefined) continue;
+    let to = out;
+    for (let i = 0; i < segments.length - 1; i++) {
+      const next = to[segments[i]];
+      to = (next !== null && typeof next === 'object' ? next : (to[segments[i]] = {})) as Record<
+        string,
+        unknown
+      >;
+    }
+    to[segments[segments.length - 1]] = from;
+  }
+  return out;
 }
 
 function tryParseJson(raw: Buffer): { ok: true; value: unknown } | { ok: false } {

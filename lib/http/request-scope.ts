@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 export const MAX_SCOPE_LENGTH = 400;
 
 /**
- * The scope a key lives in: tenant + principal + HTTP method + route template. Each part is
+ * The scope a key lives in: tenant + principal + HTTP method + resource path. Each part is
  * percent-encoded so that no choice of tenant or principal can imitate another's scope.
  */
 export function buildScope(

@@ -50,7 +50,11 @@ describe('resolveOptions (module options, defaults merged once)', () => {
     });
     expect(o.tables.idempotency).toBe('my_ledger');
     expect(o.tables.outbox).toBe(DEFAULT_OPTIONS.tables.outbox);
-    expect(o.fingerprint).toEqual({ headers: ['X-Account'], excludeBodyPaths: [] });
+    expect(o.fingerprint).toEqual({
+      headers: ['X-Account'],
+      excludeBodyPaths: [],
+      includeBodyPaths: [],
+    });
   });
 
   it('lower-cases the stored-header allow-list', () => {
@@ -152,7 +156,11 @@ describe('resolveEndpointOptions (@Idempotent() overrides)', () => {
       storedHeaders: ['ETag'],
     });
     expect(e.inProgress).toEqual({ policy: 'wait', maxWaitMs: 300, pollIntervalMs: 100 });
-    expect(e.fingerprint).toEqual({ headers: ['x-a'], excludeBodyPaths: ['meta.ts'] });
+    expect(e.fingerprint).toEqual({
+      headers: ['x-a'],
+      excludeBodyPaths: ['meta.ts'],
+      includeBodyPaths: [],
+    });
     expect(e.storedHeaders).toEqual(['etag']);
   });
 
