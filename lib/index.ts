@@ -75,7 +75,9 @@ export * from './conditional';
 
 // Persistence
 export { getIdempotencyEntities } from './persistence/entities';
-export type { IdempotencyRecord, EntityOptions } from './persistence/entities';
+export type { IdempotencyRecord, EntityOptions, LibraryTableNaming } from './persistence/entities';
+export { withExactlyOnce } from './persistence/entities/with-exactly-once.helper';
+export type { ExactlyOnceDataSourceOptions } from './persistence/entities/with-exactly-once.helper';
 export type { InboxMessage } from './persistence/entities';
 export type { OutboxRecord } from './persistence/entities';
 export { getIdempotencyMigrations } from './persistence/migrations';

@@ -1,6 +1,6 @@
 import { EntitySchema } from 'typeorm';
 import type { DialectName, InboxStatus } from '../dialects';
-import { columnTypes } from './column-types';
+import { columnTypes, constraintName } from './column-types';
 
 /** A row of the inbox: one message id as seen by one consumer. */
 export interface InboxMessage {
@@ -13,25 +13,46 @@ export interface InboxMessage {
   lastError: string | null;
 }
 
+/**
+ * The inbox as the CreateInboxMessages migration creates it on `db`. On SQL Server the migration
+ * makes the primary key NONCLUSTERED and `CX_<table>_received_at` the CLUSTERED index (with
+ * OPTIMIZE_FOR_SEQUENTIAL_KEY on 2019+): TypeORM cannot say CLUSTERED / NONCLUSTERED, it reads
+ * neither back, so its schema builder leaves them as they are; `synchronize` alone would create
+ * a clustered primary key and a nonclustered `CX_` index instead.
+ */
 export function inboxMessageEntity(
   db: DialectName,
   table: string,
   schema?: string,
 ): EntitySchema<InboxMessage> {
   const t = columnTypes(db);
+  // PostgreSQL, SQL Server: the migration names the primary key (SQLite, MySQL: no name).
+  const pk = db === 'postgres' || db === 'mssql' ? constraintName(db, 'pk')(table) : undefined;
+  const primary = { primary: true, ...(pk ? { primaryKeyConstraintName: pk } : {}) };
   return new EntitySchema<InboxMessage>({
     name: 'InboxMessage',
     tableName: table,
     schema: db === 'sqlite' ? undefined : schema,
     columns: {
-      consumer: { ...t.string(200), primary: true },
-      messageId: { ...t.string(255), name: 'message_id', primary: true },
+      consumer: { ...t.key(200), ...primary },
+      messageId: { ...t.key(255), name: 'message_id', ...primary },
       status: t.ascii(16),
       attempts: t.int(),
       receivedAt: { ...t.time(), name: 'received_at' },
       processedAt: { ...t.time(true), name: 'processed_at' },
-      lastError: { ...(db === 'mssql' ? t.string(4000, true) : t.text()), name: 'last_error' },
+      lastError: { ...t.text({ mssql: 4000, mysql: 'text' }), name: 'last_error' },
     },
-    indices: [{ name: `ix_${table}_received_at`, columns: ['receivedAt'] }],
+    indices: [
+      {
+        name: constraintName(db, db === 'mssql' ? 'cx' : 'ix')(table, 'received_at'),
+        columns: ['receivedAt'],
+      },
+    ],
+    checks: [
+      {
+        name: constraintName(db, 'ck')(table, 'status'),
+        expression: `status IN ('processed', 'retrying', 'failed')`,
+      },
+    ],
   });
 }

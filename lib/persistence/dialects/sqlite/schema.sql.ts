@@ -1,33 +1,46 @@
 import type { SchemaDdl } from '../dialect';
 
+/**
+ * SQLite DDL, written in the form TypeORM's SQLite driver writes and reads back (quoted names,
+ * one line per table, named UNIQUE and CHECK constraints, `PRIMARY KEY AUTOINCREMENT NOT NULL`):
+ * TypeORM learns a SQLite table's AUTOINCREMENT column, unique and check constraints by parsing
+ * the `CREATE TABLE` text in sqlite_master, with patterns that only match that form. So the
+ * entities (persistence/entities) and these tables compare equal, and `synchronize` alone
+ * creates the same text. (A database migrated before this form, whose DDL was unquoted, works
+ * the same; only TypeORM's schema builder reads it as different.)
+ */
 export function sqliteSchema(
   table: (name: 'idempotency' | 'outbox' | 'inbox') => { qualified: string; bare: string },
 ): SchemaDdl {
+  const q = (id: string) => `"${id.replace(/"/g, '""')}"`;
+  const createTable = (T: string, definitions: string[]) =>
+    `CREATE TABLE ${T} (${definitions.join(', ')})`;
   return {
     outbox() {
       const { qualified: T, bare: n } = table('outbox');
       return {
         up: [
-          `CREATE TABLE ${T} (
-            seq INTEGER PRIMARY KEY AUTOINCREMENT,
-            id VARCHAR(128) NOT NULL,
-            type VARCHAR(255) NOT NULL,
-            payload TEXT NOT NULL,
-            headers TEXT NULL,
-            partition_key VARCHAR(255) NULL,
-            status VARCHAR(16) NOT NULL CHECK (status IN ('pending', 'sent', 'dead')),
-            attempts INTEGER NOT NULL,
-            next_attempt_at DATETIME NOT NULL,
-            last_error TEXT NULL,
-            lease_owner VARCHAR(128) NULL,
-            locked_until DATETIME NULL,
-            created_at DATETIME NOT NULL,
-            sent_at DATETIME NULL,
-            CONSTRAINT ux_${n}_id UNIQUE (id)
-          )`,
-          `CREATE INDEX ix_${n}_pending ON ${T} (seq) WHERE status = 'pending'`,
-          `CREATE INDEX ix_${n}_pending_key ON ${T} (partition_key, seq) WHERE status = 'pending'`,
-          `CREATE INDEX ix_${n}_sent_at ON ${T} (sent_at) WHERE status = 'sent'`,
+          createTable(T, [
+            `"seq" integer PRIMARY KEY AUTOINCREMENT NOT NULL`,
+            `"id" varchar(128) NOT NULL`,
+            `"type" varchar(255) NOT NULL`,
+            `"payload" text NOT NULL`,
+            `"headers" text`,
+            `"partition_key" varchar(255)`,
+            `"status" varchar(16) NOT NULL`,
+            `"attempts" integer NOT NULL`,
+            `"next_attempt_at" datetime NOT NULL`,
+            `"last_error" text`,
+            `"lease_owner" varchar(128)`,
+            `"locked_until" datetime`,
+            `"created_at" datetime NOT NULL`,
+            `"sent_at" datetime`,
+            `CONSTRAINT ${q(`ux_${n}_id`)} UNIQUE ("id")`,
+            `CONSTRAINT ${q(`ck_${n}_status`)} CHECK (status IN ('pending', 'sent', 'dead'))`,
+          ]),
+          `CREATE INDEX ${q(`ix_${n}_pending`)} ON ${T} ("seq") WHERE status = 'pending'`,
+          `CREATE INDEX ${q(`ix_${n}_pending_key`)} ON ${T} ("partition_key", "seq") WHERE status = 'pending'`,
+          `CREATE INDEX ${q(`ix_${n}_sent_at`)} ON ${T} ("sent_at") WHERE status = 'sent'`,
         ],
         down: [`DROP TABLE ${T}`],
       };
@@ -37,25 +50,26 @@ export function sqliteSchema(
       // not read every sent row the retention keeps. SQLite tables have no schema here.
       const { qualified: T, bare: n } = table('outbox');
       return {
-        up: [`CREATE INDEX ix_${n}_dead ON ${T} (seq) WHERE status = 'dead'`],
-        down: [`DROP INDEX ix_${n}_dead`],
+        up: [`CREATE INDEX ${q(`ix_${n}_dead`)} ON ${T} ("seq") WHERE status = 'dead'`],
+        down: [`DROP INDEX ${q(`ix_${n}_dead`)}`],
       };
     },
     inbox() {
       const { qualified: T, bare: n } = table('inbox');
       return {
         up: [
-          `CREATE TABLE ${T} (
-            consumer VARCHAR(200) NOT NULL,
-            message_id VARCHAR(255) NOT NULL,
-            status VARCHAR(16) NOT NULL CHECK (status IN ('processed', 'retrying', 'failed')),
-            attempts INTEGER NOT NULL,
-            received_at DATETIME NOT NULL,
-            processed_at DATETIME NULL,
-            last_error TEXT NULL,
-            CONSTRAINT pk_${n} PRIMARY KEY (consumer, message_id)
-          )`,
-          `CREATE INDEX ix_${n}_received_at ON ${T} (received_at)`,
+          createTable(T, [
+            `"consumer" varchar(200) NOT NULL`,
+            `"message_id" varchar(255) NOT NULL`,
+            `"status" varchar(16) NOT NULL`,
+            `"attempts" integer NOT NULL`,
+            `"received_at" datetime NOT NULL`,
+            `"processed_at" datetime`,
+            `"last_error" text`,
+            `CONSTRAINT ${q(`ck_${n}_status`)} CHECK (status IN ('processed', 'retrying', 'failed'))`,
+            `PRIMARY KEY ("consumer", "message_id")`,
+          ]),
+          `CREATE INDEX ${q(`ix_${n}_received_at`)} ON ${T} ("received_at")`,
         ],
         down: [`DROP TABLE ${T}`],
       };
@@ -64,23 +78,24 @@ export function sqliteSchema(
       const { qualified: T, bare: n } = table('idempotency');
       return {
         up: [
-          `CREATE TABLE ${T} (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            scope VARCHAR(450) NOT NULL,
-            idempotency_key VARCHAR(255) NOT NULL,
-            request_hash BLOB NOT NULL,
-            state VARCHAR(16) NOT NULL CHECK (state IN ('started', 'completed')),
-            response_status INTEGER NULL,
-            response_headers TEXT NULL,
-            response_body BLOB NULL,
-            lease_token VARCHAR(64) NULL,
-            locked_until DATETIME NULL,
-            created_at DATETIME NOT NULL,
-            completed_at DATETIME NULL,
-            expires_at DATETIME NOT NULL,
-            CONSTRAINT ux_${n}_scope_key UNIQUE (scope, idempotency_key)
-          )`,
-          `CREATE INDEX ix_${n}_expires_at ON ${T} (expires_at)`,
+          createTable(T, [
+            `"id" integer PRIMARY KEY AUTOINCREMENT NOT NULL`,
+            `"scope" varchar(450) NOT NULL`,
+            `"idempotency_key" varchar(255) NOT NULL`,
+            `"request_hash" blob NOT NULL`,
+            `"state" varchar(16) NOT NULL`,
+            `"response_status" integer`,
+            `"response_headers" text`,
+            `"response_body" blob`,
+            `"lease_token" varchar(64)`,
+            `"locked_until" datetime`,
+            `"created_at" datetime NOT NULL`,
+            `"completed_at" datetime`,
+            `"expires_at" datetime NOT NULL`,
+            `CONSTRAINT ${q(`ux_${n}_scope_key`)} UNIQUE ("scope", "idempotency_key")`,
+            `CONSTRAINT ${q(`ck_${n}_state`)} CHECK (state IN ('started', 'completed'))`,
+          ]),
+          `CREATE INDEX ${q(`ix_${n}_expires_at`)} ON ${T} ("expires_at")`,
         ],
         down: [`DROP TABLE ${T}`],
       };
