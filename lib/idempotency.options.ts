@@ -22,6 +22,19 @@ export interface FingerprintOptions {
   excludeBodyPaths?: string[];
 }
 
+/**
+ * What happens to a write statement (INSERT, UPDATE, DELETE, MERGE, REPLACE, UPSERT) issued on
+ * the DataSource outside the request's transaction while a guarded handler (or an inbox
+ * consumer) runs, e.g. through an `@InjectRepository()` repository: `error` refuses it and the
+ * request answers 500 `…:misconfigured` (nothing committed); `warn` lets it run and logs once per
+ * handler; `ignore` does not look. Default: `error`, or `warn` when `NODE_ENV=production`.
+ */
+export type StrayWritesPolicy = 'error' | 'warn' | 'ignore';
+
+/** The default `strayWrites`: `warn` in production (`NODE_ENV=production`), else `error`. */
+export const defaultStrayWrites = (): StrayWritesPolicy =>
+  process.env.NODE_ENV === 'production' ? 'warn' : 'error';
+
 /** Anything that can resolve a string from the framework's request object (Express or Fastify). */
 export type RequestResolver = (request: any) => string | undefined | null;
 
@@ -57,6 +70,8 @@ export interface IdempotencyEndpointOptions {
   /** `Retry-After` seconds on a 409 where no lease tells (transactional mode). Default 1. */
   retryAfterSeconds?: number;
   fingerprint?: FingerprintOptions;
+  /** Writes outside the request's transaction while the handler runs (see {@link StrayWritesPolicy}). */
+  strayWrites?: StrayWritesPolicy;
 }
 
 export interface OutboxOptions {
@@ -97,6 +112,8 @@ export interface InboxOptions {
   maxAttempts?: number;
   /** After `maxAttempts`: record the message as failed and acknowledge it (`ack`, default) or keep rethrowing (`rethrow`). */
   onMaxAttempts?: 'ack' | 'rethrow';
+  /** Writes outside the consumer's transaction while it runs (see {@link StrayWritesPolicy}). Default: the module's `strayWrites`. */
+  strayWrites?: StrayWritesPolicy;
 }
 
 export interface CleanupOptions {
@@ -243,6 +260,7 @@ export const DEFAULT_OPTIONS: ResolvedIdempotencyOptions = {
   inProgress: { policy: 'reject', maxWaitMs: 5000, pollIntervalMs: 100 },
   retryAfterSeconds: 1,
   fingerprint: { headers: [], excludeBodyPaths: [] },
+  strayWrites: defaultStrayWrites(),
   lockTimeoutMs: 100,
   tables: {
     idempotency: 'idempotency_records',
@@ -262,7 +280,7 @@ export const DEFAULT_OPTIONS: ResolvedIdempotencyOptions = {
     wakeOnCommit: true,
     publishTimeoutMs: 10_000,
   },
-  inbox: { maxAttempts: 5, onMaxAttempts: 'ack' },
+  inbox: { maxAttempts: 5, onMaxAttempts: 'ack', strayWrites: defaultStrayWrites() },
   cleanup: {
     enabled: true,
     intervalMs: 60_000,
@@ -278,6 +296,8 @@ export const DEFAULT_OPTIONS: ResolvedIdempotencyOptions = {
     maxDeadLetters: Number.POSITIVE_INFINITY,
   },
 };
+
+const STRAY_WRITES = new Set<unknown>(['error', 'warn', 'ignore']);
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 
@@ -298,16 +318,19 @@ function parseEncryptionKey(key: Buffer | string | undefined): Buffer | undefine
 
 /** The one place where defaults are merged (used by forRoot and forRootAsync). */
 export function resolveOptions(options: IdempotencyModuleOptions = {}): ResolvedIdempotencyOptions {
+  // Read when the module is registered (NODE_ENV may be set after this file was imported).
+  const strayWrites = options.strayWrites ?? defaultStrayWrites();
   const merged: ResolvedIdempotencyOptions = {
     ...DEFAULT_OPTIONS,
     ...stripUndefined(options),
+    strayWrites,
     encryptionKey: parseEncryptionKey(options.encryptionKey),
     storedHeaders: (options.storedHeaders ?? DEFAULT_STORED_HEADERS).map((h) => h.toLowerCase()),
     tables: { ...DEFAULT_OPTIONS.tables, ...stripUndefined(options.tables ?? {}) },
     inProgress: { ...DEFAULT_OPTIONS.inProgress, ...stripUndefined(options.inProgress ?? {}) },
     fingerprint: { ...DEFAULT_OPTIONS.fingerprint, ...stripUndefined(options.fingerprint ?? {}) },
     outbox: resolveOutboxOptions(options.outbox),
-    inbox: { ...DEFAULT_OPTIONS.inbox, ...stripUndefined(options.inbox ?? {}) },
+    inbox: { ...DEFAULT_OPTIONS.inbox, strayWrites, ...stripUndefined(options.inbox ?? {}) },
     cleanup: { ...DEFAULT_OPTIONS.cleanup, ...stripUndefined(options.cleanup ?? {}) },
     health: { ...DEFAULT_OPTIONS.health, ...stripUndefined(options.health ?? {}) },
   };
@@ -348,6 +371,8 @@ function validateGateOptions(o: ResolvedIdempotencyOptions, fail: (msg: string) 
       `oversizedResponse must be 'reject' or 'store-status-only', got ${String(o.oversizedResponse)}`,
     );
   }
+  if (!STRAY_WRITES.has(o.strayWrites))
+    fail(`strayWrites must be 'error', 'warn' or 'ignore', got ${String(o.strayWrites)}`);
   if (typeof o.storeStatus !== 'function')
     fail('storeStatus must be a function (status) => boolean');
   if (!(Number.isInteger(o.retryAfterSeconds) && o.retryAfterSeconds >= 0))
@@ -382,6 +407,10 @@ function validateOptions(o: ResolvedIdempotencyOptions): void {
   if (o.cleanup.batchSize < 1 || o.cleanup.batchSize > 4000)
     fail('cleanup.batchSize must be between 1 and 4000');
   validateOutboxOptions(o.outbox, fail);
+  if (!STRAY_WRITES.has(o.inbox.strayWrites))
+    fail(
+      `inbox.strayWrites must be 'error', 'warn' or 'ignore', got ${String(o.inbox.strayWrites)}`,
+    );
   if (!(o.cleanup.intervalMs > 0))
     fail('cleanup.intervalMs must be a positive number of milliseconds');
   if (!(o.cleanup.timeBudgetMs > 0))

@@ -21,6 +21,7 @@ import type {
 } from '../idempotency.options';
 import { resolveEndpointOptions } from '../idempotency.options';
 import { MetricsService } from '../maintenance/metrics.service';
+import { isMisconfiguration } from '../persistence/database-misconfigured';
 import { DatabaseService } from '../persistence/database.service';
 import type { IdempotencyRow, ReserveParams } from '../persistence/dialects';
 import { IdempotencyStore } from '../persistence/idempotency.store';
@@ -38,6 +39,7 @@ import {
   invalidKey,
   keyReused,
   leaseLost,
+  misconfigured,
   missingKey,
   notSnapshottable,
   ProblemException,
@@ -56,7 +58,7 @@ import {
   routeTemplate,
 } from './http-platform';
 import { requestFingerprint } from './request-fingerprint';
-import { buildScope } from './request-scope';
+import { buildScope, routeOfScope } from './request-scope';
 import { LeaseKeeper } from './lease-keeper';
 import { ReadFirstPolicy } from '../persistence/read-first.policy';
 import { CapturedResponse, ResponseCapture } from './response-capture';
@@ -504,6 +506,12 @@ export class IdempotencyInterceptor implements NestInterceptor {
   ): Promise<void> {
     let threw = false;
     let unsnapshottable: string | undefined;
+    // strayWrites: a write outside this transaction while the handler runs is refused or logged.
+    const strayWrites = this.db.strayWrites.watch(
+      g.opts.strayWrites,
+      this.db.manager.queryRunner,
+      routeOfScope(g.info.scope),
+    );
     const { state: body } = trackHandlerBody(() =>
       next.handle().subscribe({
         next: (value) => {
@@ -519,6 +527,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
       }),
     );
     const captured = await withTimeout(capture.done, CAPTURE_TIMEOUT_MS);
+    // Throws (500 misconfigured, rolled back) when a write escaped under strayWrites 'error'.
+    this.db.strayWrites.end(strayWrites);
     if (!captured)
       throw new Abort(() => capture.replace(...problemAnswer(serviceUnavailable(CAPTURE_TIMEOUT))));
     if (unsnapshottable || captured.streamed) {
@@ -645,9 +655,13 @@ export class IdempotencyInterceptor implements NestInterceptor {
     this.log('error', 'transaction-failed', g, {
       error: e instanceof Error ? e.message : String(e),
     });
-    const problem = serviceUnavailable(
-      'The request could not be completed because the database is unavailable. Retry with the same Idempotency-Key.',
-    );
+    // A configuration error (missing table, plugin, a write outside the transaction) is a 500:
+    // retrying cannot help. Anything else is the database failing: 503, retry.
+    const problem = isMisconfiguration(e)
+      ? misconfigured()
+      : serviceUnavailable(
+          'The request could not be completed because the database is unavailable. Retry with the same Idempotency-Key.',
+        );
     if (capture) {
       capture.replace(...problemAnswer(problem));
     } else {
