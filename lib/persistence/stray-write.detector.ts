@@ -24,8 +24,8 @@ export class StrayWriteWatch {
 
 /**
  * Catches writes that escape the transaction of a guarded handler: an INSERT, UPDATE, DELETE,
- * MERGE, REPLACE or UPSERT issued on the same DataSource through another query runner than the
- * transaction's (an `@InjectRepository()` repository, `dataSource.manager`, `dataSource.query()`,
+ * MERGE, REPLACE or UPSERT (or the BEGIN of a transaction of its own, e.g. `repository.save()`)
+ * issued on the same DataSource through another query runner than the transaction's (an `@InjectRepository()` repository, `dataSource.manager`, `dataSource.query()`,
  * a transaction of its own). Such a write commits on its own: it stays when the request rolls
  * back, and a retry of the request runs it again.
  *
@@ -103,20 +103,36 @@ function hook(dataSource: DataSource): void {
     const runner = create(mode) as any;
     if (runner[HOOKED]) return runner;
     runner[HOOKED] = true;
+    /** Throws under `error` when a watched handler uses this runner (not its transaction's). */
+    const check = (kind: string): void => {
+      if (!cls.isActive()) return;
+      const watch = cls.get(WATCH as any) as StrayWriteWatch | undefined;
+      if (watch && watch.runner !== runner && watch.dataSource === dataSource)
+        watch.detector.seen(watch, kind);
+    };
     const query = runner.query as (...args: unknown[]) => Promise<unknown>;
     runner.query = function (this: unknown, sql: string, ...rest: unknown[]) {
       const kind = typeof sql === 'string' ? writeKind(sql) : undefined;
-      if (kind && cls.isActive()) {
-        const watch = cls.get(WATCH as any) as StrayWriteWatch | undefined;
-        if (watch && watch.runner !== runner && watch.dataSource === dataSource) {
-          try {
-            watch.detector.seen(watch, kind);
-          } catch (e) {
-            return Promise.reject(e);
-          }
+      if (kind) {
+        try {
+          check(kind);
+        } catch (e) {
+          return Promise.reject(e);
         }
       }
       return query.call(this, sql, ...rest);
+    };
+    // A transaction of its own (repository.save(), dataSource.transaction()) is outside the
+    // request's too; refused at its BEGIN, before it waits on SQLite's one connection for the
+    // request's transaction to end.
+    const startTransaction = runner.startTransaction as (...args: unknown[]) => Promise<void>;
+    runner.startTransaction = function (this: unknown, ...args: unknown[]) {
+      try {
+        check('BEGIN');
+      } catch (e) {
+        return Promise.reject(e);
+      }
+      return startTransaction.apply(this, args);
     };
     return runner;
   };
