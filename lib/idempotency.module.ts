@@ -22,6 +22,7 @@ import { IdempotencyHealthIndicator } from './maintenance/health.indicator';
 import { MetricsService } from './maintenance/metrics.service';
 import { OutboxGaugesObserver } from './maintenance/outbox-gauges.observer';
 import { OutboxAdminService } from './outbox/outbox-admin.service';
+import { OutboxPublisherCheck } from './outbox/outbox-publisher.check';
 import { OutboxRelay } from './outbox/outbox-relay.service';
 import { OutboxService } from './outbox/outbox.service';
 import { OutboxWakeSignal } from './outbox/outbox-wake.signal';
@@ -50,6 +51,7 @@ const FEATURE_PROVIDERS: Provider[] = [
   OutboxService,
   OutboxRelay,
   OutboxAdminService,
+  OutboxPublisherCheck,
 ];
 
 const EXPORTS = [

@@ -34,6 +34,19 @@ export interface FingerprintOptions {
  */
 export type FingerprintFunction<TRequest = any> = (request: TRequest) => string | Buffer;
 
+/**
+ * What happens to a write statement (INSERT, UPDATE, DELETE, MERGE, REPLACE, UPSERT) issued on
+ * the DataSource outside the request's transaction while a guarded handler (or an inbox
+ * consumer) runs, e.g. through an `@InjectRepository()` repository: `error` refuses it and the
+ * request answers 500 `…:misconfigured` (nothing committed); `warn` lets it run and logs once per
+ * handler; `ignore` does not look. Default: `error`, or `warn` when `NODE_ENV=production`.
+ */
+export type StrayWritesPolicy = 'error' | 'warn' | 'ignore';
+
+/** The default `strayWrites`: `warn` in production (`NODE_ENV=production`), else `error`. */
+export const defaultStrayWrites = (): StrayWritesPolicy =>
+  process.env.NODE_ENV === 'production' ? 'warn' : 'error';
+
 /** Anything that can resolve a string from the framework's request object (Express or Fastify). */
 export type RequestResolver<TRequest = any> = (request: TRequest) => string | undefined | null;
 
@@ -121,6 +134,8 @@ export interface IdempotencyEndpointOptions<TRequest = any> {
    * `conflict` and `mismatch` answer, for apps that audit. Keep it fast: it runs on the request path.
    */
   onEvent?: (event: IdempotencyEvent<TRequest>) => void;
+  /** Writes outside the request's transaction while the handler runs (see {@link StrayWritesPolicy}). */
+  strayWrites?: StrayWritesPolicy;
 }
 
 export interface OutboxOptions {
@@ -161,6 +176,8 @@ export interface InboxOptions {
   maxAttempts?: number;
   /** After `maxAttempts`: record the message as failed and acknowledge it (`ack`, default) or keep rethrowing (`rethrow`). */
   onMaxAttempts?: 'ack' | 'rethrow';
+  /** Writes outside the consumer's transaction while it runs (see {@link StrayWritesPolicy}). Default: the module's `strayWrites`. */
+  strayWrites?: StrayWritesPolicy;
 }
 
 export interface CleanupOptions {
@@ -321,6 +338,7 @@ export const DEFAULT_OPTIONS: ResolvedIdempotencyOptions = {
   inProgress: { policy: 'reject', maxWaitMs: 5000, pollIntervalMs: 100 },
   retryAfterSeconds: 1,
   fingerprint: { headers: [], excludeBodyPaths: [], includeBodyPaths: [] },
+  strayWrites: defaultStrayWrites(),
   lockTimeoutMs: 100,
   tables: {
     idempotency: 'idempotency_records',
@@ -340,7 +358,7 @@ export const DEFAULT_OPTIONS: ResolvedIdempotencyOptions = {
     wakeOnCommit: true,
     publishTimeoutMs: 10_000,
   },
-  inbox: { maxAttempts: 5, onMaxAttempts: 'ack' },
+  inbox: { maxAttempts: 5, onMaxAttempts: 'ack', strayWrites: defaultStrayWrites() },
   cleanup: {
     enabled: true,
     intervalMs: 60_000,
@@ -356,6 +374,8 @@ export const DEFAULT_OPTIONS: ResolvedIdempotencyOptions = {
     maxDeadLetters: Number.POSITIVE_INFINITY,
   },
 };
+
+const STRAY_WRITES = new Set<unknown>(['error', 'warn', 'ignore']);
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 
@@ -376,9 +396,12 @@ function parseEncryptionKey(key: Buffer | string | undefined): Buffer | undefine
 
 /** The one place where defaults are merged (used by forRoot and forRootAsync). */
 export function resolveOptions(options: IdempotencyModuleOptions = {}): ResolvedIdempotencyOptions {
+  // Read when the module is registered (NODE_ENV may be set after this file was imported).
+  const strayWrites = options.strayWrites ?? defaultStrayWrites();
   const merged: ResolvedIdempotencyOptions = {
     ...DEFAULT_OPTIONS,
     ...stripUndefined(options),
+    strayWrites,
     encryptionKey: parseEncryptionKey(options.encryptionKey),
     storedHeaders: (options.storedHeaders ?? DEFAULT_STORED_HEADERS).map((h) => h.toLowerCase()),
     statusHeader: statusHeaderName(options.statusHeader),
@@ -386,7 +409,7 @@ export function resolveOptions(options: IdempotencyModuleOptions = {}): Resolved
     inProgress: { ...DEFAULT_OPTIONS.inProgress, ...stripUndefined(options.inProgress ?? {}) },
     fingerprint: mergeFingerprint(DEFAULT_OPTIONS.fingerprint, options.fingerprint),
     outbox: resolveOutboxOptions(options.outbox),
-    inbox: { ...DEFAULT_OPTIONS.inbox, ...stripUndefined(options.inbox ?? {}) },
+    inbox: { ...DEFAULT_OPTIONS.inbox, strayWrites, ...stripUndefined(options.inbox ?? {}) },
     cleanup: { ...DEFAULT_OPTIONS.cleanup, ...stripUndefined(options.cleanup ?? {}) },
     health: { ...DEFAULT_OPTIONS.health, ...stripUndefined(options.health ?? {}) },
   };
@@ -453,6 +476,8 @@ function validateGateOptions(o: ResolvedIdempotencyOptions, fail: (msg: string) 
       `oversizedResponse must be 'reject' or 'store-status-only', got ${String(o.oversizedResponse)}`,
     );
   }
+  if (!STRAY_WRITES.has(o.strayWrites))
+    fail(`strayWrites must be 'error', 'warn' or 'ignore', got ${String(o.strayWrites)}`);
   if (typeof o.storeStatus !== 'function')
     fail('storeStatus must be a function (status) => boolean');
   if (!(Number.isInteger(o.retryAfterSeconds) && o.retryAfterSeconds >= 0))
@@ -515,6 +540,10 @@ function validateOptions(o: ResolvedIdempotencyOptions): void {
   if (o.cleanup.batchSize < 1 || o.cleanup.batchSize > 4000)
     fail('cleanup.batchSize must be between 1 and 4000');
   validateOutboxOptions(o.outbox, fail);
+  if (!STRAY_WRITES.has(o.inbox.strayWrites))
+    fail(
+      `inbox.strayWrites must be 'error', 'warn' or 'ignore', got ${String(o.inbox.strayWrites)}`,
+    );
   if (!(o.cleanup.intervalMs > 0))
     fail('cleanup.intervalMs must be a positive number of milliseconds');
   if (!(o.cleanup.timeBudgetMs > 0))

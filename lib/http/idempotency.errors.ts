@@ -14,6 +14,7 @@ export const PROBLEM_TYPES = {
   storedResponseUnreadable: 'urn:nestjs-exactly-once:problem:stored-response-unreadable',
   preconditionFailed: 'urn:nestjs-exactly-once:problem:precondition-failed',
   preconditionRequired: 'urn:nestjs-exactly-once:problem:precondition-required',
+  misconfigured: 'urn:nestjs-exactly-once:problem:misconfigured',
 } as const;
 
 /** An RFC 9457 problem details object. */
@@ -144,4 +145,13 @@ export const storedResponseUnreadable = () =>
     PROBLEM_TYPES.storedResponseUnreadable,
     'Stored response cannot be replayed',
     'The response stored for this Idempotency-Key cannot be decoded (it was sealed with another encryption key, or altered). The request was not run again.',
+  );
+
+/** A configuration error of the app (see `isMisconfiguration`): 500, not retryable, no `Retry-After`. */
+export const misconfigured = () =>
+  problem(
+    500,
+    PROBLEM_TYPES.misconfigured,
+    'Server misconfigured',
+    'The server is misconfigured; nothing of this request was saved. Retrying will not help until the configuration is fixed.',
   );

@@ -22,6 +22,7 @@ import type {
 } from '../idempotency.options';
 import { resolveEndpointOptions } from '../idempotency.options';
 import { MetricsService } from '../maintenance/metrics.service';
+import { isMisconfiguration } from '../persistence/database-misconfigured';
 import { DatabaseService } from '../persistence/database.service';
 import type { IdempotencyRow, ReserveParams } from '../persistence/dialects';
 import { IdempotencyStore } from '../persistence/idempotency.store';
@@ -40,6 +41,7 @@ import {
   invalidKey,
   keyReused,
   leaseLost,
+  misconfigured,
   missingKey,
   notSnapshottable,
   PROBLEM_TYPES,
@@ -627,6 +629,12 @@ export class IdempotencyInterceptor implements NestInterceptor {
   ): Promise<void> {
     let threw = false;
     let unsnapshottable: string | undefined;
+    // strayWrites: a write outside this transaction while the handler runs is refused or logged.
+    const strayWrites = this.db.strayWrites.watch(
+      g.opts.strayWrites,
+      this.db.manager.queryRunner,
+      `${g.method} ${g.path}`,
+    );
     const { state: body } = trackHandlerBody(() =>
       next.handle().subscribe({
         next: (value) => {
@@ -642,6 +650,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
       }),
     );
     const captured = await withTimeout(capture.done, CAPTURE_TIMEOUT_MS);
+    // Throws (500 misconfigured, rolled back) when a write escaped under strayWrites 'error'.
+    this.db.strayWrites.end(strayWrites);
     const instance = requestPath(g.req);
     if (!captured)
       throw new Abort(() =>
@@ -777,9 +787,13 @@ export class IdempotencyInterceptor implements NestInterceptor {
     this.log('error', 'transaction-failed', g, {
       error: e instanceof Error ? e.message : String(e),
     });
-    const problem = serviceUnavailable(
-      'The request could not be completed because the database is unavailable. Retry with the same Idempotency-Key.',
-    );
+    // A configuration error (missing table, plugin, a write outside the transaction) is a 500:
+    // retrying cannot help. Anything else is the database failing: 503, retry.
+    const problem = isMisconfiguration(e)
+      ? misconfigured()
+      : serviceUnavailable(
+          'The request could not be completed because the database is unavailable. Retry with the same Idempotency-Key.',
+        );
     if (capture) {
       capture.replace(...problemAnswer(problem, requestPath(g.req)));
     } else {

@@ -1,7 +1,11 @@
 /** Texts of errors raised at bootstrap or by misuse (not HTTP answers). */
 export const NO_TRANSACTION_HOST = (name?: string) =>
-  `IdempotencyModule needs nestjs-cls with the transactional plugin${name ? ` (connectionName "${name}")` : ''}: ` +
-  `ClsModule.forRoot({ global: true, plugins: [new ClsPluginTransactional({ adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: getDataSourceToken() }) })] })`;
+  `IdempotencyModule: the nestjs-cls transactional plugin is not registered${name ? ` for connectionName "${name}"` : ''}. ` +
+  'Register it in the root module: ClsModule.forRoot({ global: true, middleware: { mount: true }, plugins: [new ClsPluginTransactional({ ' +
+  `${name ? `connectionName: '${name}', ` : ''}adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: getDataSourceToken() }) })] })`;
+export const IDEMPOTENT_WITHOUT_MODULE =
+  'IdempotencyModule: @Idempotent() is used but IdempotencyModule is not imported. ' +
+  'Import IdempotencyModule.forRoot() (or forRootAsync()) once in the root module, next to TypeOrmModule.forRoot() and ClsModule.forRoot().';
 export const RESPONSE_PASSTHROUGH = (where: string) =>
   `@Idempotent() on ${where}: the handler injects the raw response with @Res() (no passthrough) or is an @Sse() stream, so its answer cannot be stored and replayed. Return a value instead, or use @Res({ passthrough: true }).`;
 export const CAPTURE_TIMEOUT =

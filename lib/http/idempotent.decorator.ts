@@ -2,7 +2,7 @@ import { applyDecorators, SetMetadata, UseFilters, UseInterceptors } from '@nest
 import { IDEMPOTENT_METADATA } from '../idempotency.constants';
 import type { IdempotencyEndpointOptions } from '../idempotency.options';
 import { IdempotencyExceptionFilter } from './idempotency-exception.filter';
-import { IdempotencyInterceptor } from './idempotency.interceptor';
+import { IdempotentRouteInterceptor } from './idempotent-route.interceptor';
 import { applyOpenApi } from './idempotent.openapi';
 import { TrackHandlerBody } from './handler-body.tracker';
 
@@ -20,7 +20,7 @@ export function Idempotent<TRequest = any>(
   return applyDecorators(
     TrackHandlerBody(),
     SetMetadata(IDEMPOTENT_METADATA, options),
-    UseInterceptors(IdempotencyInterceptor),
+    UseInterceptors(IdempotentRouteInterceptor),
     UseFilters(IdempotencyExceptionFilter),
     ...applyOpenApi(options),
   );

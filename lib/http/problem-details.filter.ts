@@ -1,13 +1,20 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import { STATUS_CODES } from 'node:http';
+import { isMisconfiguration } from '../persistence/database-misconfigured';
 import { isDatabaseUnavailable } from '../persistence/database-unavailable';
-import { isRetryableProblem, ProblemException, serviceUnavailable } from './idempotency.errors';
+import {
+  isRetryableProblem,
+  misconfigured,
+  ProblemException,
+  serviceUnavailable,
+} from './idempotency.errors';
 import { requestPath, sendRaw } from './http-platform';
 
 /**
  * A global filter that answers every error as `application/problem+json` (RFC 9457):
- * HttpExceptions keep their status and message (validation messages become `errors`), a database
- * that is unavailable right now (connection lost, deadlock victim, lock time-out) is a 503 with
+ * HttpExceptions keep their status and message (validation messages become `errors`), a
+ * configuration error (a missing table, see `isMisconfiguration`) is a 500 `…:misconfigured`
+ * without `Retry-After`, a database that is unavailable right now (connection lost, deadlock victim, lock time-out) is a 503 with
  * `Retry-After`, anything else is a 500 without internals. Optional: `app.useGlobalFilters(new ProblemDetailsFilter())`.
  */
 @Catch()
@@ -74,6 +81,12 @@ export class ProblemDetailsFilter implements ExceptionFilter {
         body: { type: 'about:blank', title: STATUS_CODES[status] ?? 'Error', status, detail },
         headers: [],
       };
+    }
+    if (isMisconfiguration(exception)) {
+      // A table or column missing, the transactional plugin missing, a write outside the
+      // request's transaction: a bug of the deployment, which a retry cannot fix (500, not 503).
+      this.logger.error(exception instanceof Error ? exception.message : String(exception));
+      return this.toProblem(misconfigured());
     }
     if (isDatabaseUnavailable(exception)) {
       // Connection lost, server restarting, deadlock victim, lock time-out…: nothing of the

@@ -18,3 +18,9 @@ export function buildScope(
     ? scope
     : `sha256:${createHash('sha256').update(scope).digest('hex')}`;
 }
+
+/** `METHOD /route` of a scope built by buildScope (for log lines), or the scope when hashed. */
+export function routeOfScope(scope: string): string {
+  const parts = scope.split('|');
+  return parts.length < 3 ? scope : parts.slice(2).join('|');
+}

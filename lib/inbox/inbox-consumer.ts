@@ -61,6 +61,7 @@ export async function consumeMessage(
   const options: InboxProcessOptions = {
     maxAttempts: def.options.maxAttempts,
     onMaxAttempts: def.options.onMaxAttempts,
+    strayWrites: def.options.strayWrites,
   };
   let outcome;
   try {

@@ -42,3 +42,6 @@ export const MAX_ATTEMPTS_INVALID = (v: unknown) =>
 
 export const ON_MAX_ATTEMPTS_INVALID = (v: unknown) =>
   `Inbox: onMaxAttempts must be 'ack' or 'rethrow', got ${String(v)}.`;
+
+export const STRAY_WRITES_INVALID = (v: unknown) =>
+  `Inbox: strayWrites must be 'error', 'warn' or 'ignore', got ${String(v)}.`;

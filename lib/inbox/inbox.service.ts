@@ -25,6 +25,7 @@ import {
   MAX_ATTEMPTS_INVALID,
   MESSAGE_ID_INVALID,
   ON_MAX_ATTEMPTS_INVALID,
+  STRAY_WRITES_INVALID,
 } from './inbox.messages';
 import { registerInboxService, unregisterInboxService } from './inbox.registry';
 
@@ -185,8 +186,12 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
         if (claim.outcome !== 'claimed') return { claim };
         started = true;
         const runner = this.db.txHost.tx.queryRunner;
+        const watch = this.db.strayWrites.watch(opts.strayWrites, runner, `consumer ${consumer}`);
         try {
-          return { claim, result: await handler() };
+          const result = await handler();
+          // A write that escaped the transaction under strayWrites 'error' fails the attempt.
+          this.db.strayWrites.end(watch);
+          return { claim, result };
         } catch (e) {
           // TypeORM releases a transaction's query runner when its connection reports an error:
           // the handler failed because the database did.
@@ -329,6 +334,8 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
       throw new TypeError(MAX_ATTEMPTS_INVALID(o.maxAttempts));
     if (o.onMaxAttempts !== 'ack' && o.onMaxAttempts !== 'rethrow')
       throw new TypeError(ON_MAX_ATTEMPTS_INVALID(o.onMaxAttempts));
+    if (o.strayWrites !== 'error' && o.strayWrites !== 'warn' && o.strayWrites !== 'ignore')
+      throw new TypeError(STRAY_WRITES_INVALID(o.strayWrites));
     return o;
   }
 }

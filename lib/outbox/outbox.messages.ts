@@ -20,3 +20,7 @@ export const MISSING_PACKAGE = (pkg: string, what: string) =>
   `${what} needs the optional package "${pkg}": npm install ${pkg}`;
 export const UNREADABLE_PAYLOAD = (reason: string) =>
   `the stored payload or headers are not valid JSON: ${reason}`;
+export const OUTBOX_WITHOUT_PUBLISHER = (users: string[]) =>
+  `IdempotencyModule: OutboxService is used (by ${users.join(', ')}) but the outbox relay of this process has no publisher, so the messages stay pending. ` +
+  'Provide one: the outbox.publisher option, or a provider of the OutboxPublisher token (e.g. new ClientProxyPublisher(client)). ' +
+  'In a process that only writes while another one relays, set outbox: { relayEnabled: false } to silence this warning.';

@@ -13,6 +13,10 @@ import type { SqlExecutor } from './sql-executor';
 import { executorFor } from './sql-executor';
 import { SqliteSerializer } from './sqlite-serializer';
 import { guardPgPool } from './pg-pool.guard';
+import { IdempotencyMisconfiguredError } from './database-misconfigured';
+import { TRANSACTION_HOST_ELSEWHERE } from './persistence.messages';
+import { checkSchemaVersion } from './schema-version.check';
+import { StrayWriteDetector } from './stray-write.detector';
 
 /**
  * The library's handle on the app's database: the app's TypeORM DataSource (found by
@@ -26,6 +30,7 @@ export class DatabaseService implements OnModuleInit {
   private _dialect!: Dialect;
   private _dataSource!: DataSource;
   private _txHost: TransactionHost<TransactionalAdapterTypeOrm> | undefined;
+  private _strayWrites!: StrayWriteDetector;
 
   constructor(
     private readonly moduleRef: ModuleRef,
@@ -46,6 +51,31 @@ export class DatabaseService implements OnModuleInit {
     });
     if (this._dialect.singleWriter) SqliteSerializer.install(this._dataSource);
     guardPgPool(this._dataSource, (err) => this.onStrayConnectionError(err));
+    this._strayWrites = new StrayWriteDetector(
+      this._dataSource,
+      this.options.logger === false
+        ? undefined
+        : (this.options.logger ?? new Logger('Idempotency')),
+    );
+    // Fail fast: a wiring mistake is one clear message at boot, not a failed request later.
+    this.checkTransactionHost();
+    await checkSchemaVersion(this._dataSource, this._dialect.tables, {
+      schema: this.options.schema,
+      tables: this.options.tables,
+    });
+  }
+
+  /** The nestjs-cls transactional plugin is registered, and on this DataSource. */
+  private checkTransactionHost(): void {
+    const tx: EntityManager | undefined = this.txHost.tx;
+    // A host whose DataSource is closed was left by an app closed earlier in this process: the
+    // plugin is not registered in this one.
+    if (!tx?.connection?.isInitialized)
+      throw new IdempotencyMisconfiguredError(
+        NO_TRANSACTION_HOST(this.options.transactionConnectionName),
+      );
+    if (tx.connection !== this._dataSource)
+      throw new IdempotencyMisconfiguredError(TRANSACTION_HOST_ELSEWHERE(this.options.dataSource));
   }
 
   /** A pooled connection failed outside any query (the server ended its session): logged, never fatal. */
@@ -71,12 +101,21 @@ export class DatabaseService implements OnModuleInit {
           this.options.transactionConnectionName,
         );
       } catch {
-        throw new Error(NO_TRANSACTION_HOST(this.options.transactionConnectionName));
+        throw new IdempotencyMisconfiguredError(
+          NO_TRANSACTION_HOST(this.options.transactionConnectionName),
+        );
       }
       if (!this._txHost)
-        throw new Error(NO_TRANSACTION_HOST(this.options.transactionConnectionName));
+        throw new IdempotencyMisconfiguredError(
+          NO_TRANSACTION_HOST(this.options.transactionConnectionName),
+        );
     }
     return this._txHost;
+  }
+
+  /** Catches writes outside the transaction of a guarded handler (see StrayWriteDetector). */
+  get strayWrites(): StrayWriteDetector {
+    return this._strayWrites;
   }
 
   /** The ambient transaction's manager, or the DataSource's when none is active. */

@@ -1,6 +1,6 @@
 import type { INestApplication } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
-import { CleanupService, type CleanupReport } from '../../lib';
+import { CleanupService, getIdempotencyMigrations, type CleanupReport } from '../../lib';
 import { createTestDatabase, databaseKinds, type TestDatabase } from '../support/databases';
 import {
   clockFor,
@@ -195,8 +195,19 @@ describe.each(databaseKinds())('retention cleanup on %s', (kind) => {
 
   it('keeps cleaning the other tables when one statement fails, and reports the failure', async () => {
     await insertRecords(10, 'isolated-', 'completed', -HOUR, null);
-    // The inbox table of this instance does not exist: its statement fails every time.
+    // The inbox table of this instance is dropped once it has booted (the boot check wants it
+    // there): its statement fails every time.
+    const createInbox = getIdempotencyMigrations({ tables: { inbox: 'no_such_inbox' } }).find((m) =>
+      m.name.startsWith('CreateInboxMessages'),
+    )!;
+    const runner = ds.createQueryRunner();
+    try {
+      await new createInbox().up(runner);
+    } finally {
+      await runner.release();
+    }
     const broken = await startOpsApp(db.url, { ...options, tables: { inbox: 'no_such_inbox' } });
+    await ds.query('DROP TABLE no_such_inbox');
     try {
       const report = await broken.get(CleanupService).runOnce();
       expect(report.errors.inbox).toBeDefined();
