@@ -22,3 +22,6 @@ export const STREAM_BODY = (method: string) =>
 
 export const ATTEMPT_TIMED_OUT = (ms: number) =>
   `idempotentFetch: attempt timed out after ${ms} ms`;
+
+export const BODY_ON_GET = (method: string) =>
+  `idempotentFetch: a ${method} request cannot have a body`;

@@ -1,4 +1,10 @@
-import { ATTEMPT_TIMED_OUT, NO_FETCH, NO_RANDOM_UUID, STREAM_BODY } from './client.messages';
+import {
+  ATTEMPT_TIMED_OUT,
+  BODY_ON_GET,
+  NO_FETCH,
+  NO_RANDOM_UUID,
+  STREAM_BODY,
+} from './client.messages';
 import {
   type FetchLike,
   type IdempotentFetchOptions,
@@ -145,6 +151,9 @@ async function prepare(
       headers.set('content-type', encoded.headers.get('content-type') ?? '');
     body = await encoded.arrayBuffer();
   }
+  // fetch would reject every attempt with this TypeError: say it once, before sending anything.
+  if ((method === 'GET' || method === 'HEAD') && body !== undefined && body !== null)
+    throw new TypeError(BODY_ON_GET(method));
   let key: string | undefined = headers.get(o.headerName) ?? undefined;
   if (key === undefined && !safe) {
     key = typeof o.key === 'string' ? o.key : o.key ? o.key() : uuidV4();

@@ -107,7 +107,7 @@ describe.each(cases)(
       const customerId = customer('dup');
       const a = recordedClient(10_000);
       const b = recordedClient(10_000);
-      const headers = { 'idempotency-key': key, 'x-demo-delay-ms': '1500' };
+      const headers = { 'idempotency-key': key, 'x-demo-delay-ms': '2500' };
       const [ra, rb] = await Promise.all([
         pay(a.client, customerId, headers),
         pay(b.client, customerId, headers),
@@ -117,13 +117,21 @@ describe.each(cases)(
       const [ja, jb] = (await Promise.all([ra.json(), rb.json()])) as { id: string }[];
       expect(ja.id).toBe(jb.id);
       const replayed = [ra, rb].map((r) => r.headers.get('idempotency-replayed'));
-      expect(replayed.sort()).toEqual(['true', null].sort());
+      expect([...replayed].sort()).toEqual(['true', null].sort()); // a copy: sort() mutates
       const waiter = replayed[0] === 'true' ? a : b;
       const runner = waiter === a ? b : a;
-      expect(runner.events).toEqual([]);
-      expect(waiter.events.length).toBeGreaterThanOrEqual(1);
+      const seen = (c: typeof a) =>
+        c.events.map((e) => `${e.reason}:${e.status ?? String(e.error)}`);
+      // The waiter met the running attempt (409 in progress) at least once. Neither call timed
+      // out or lost its connection; a 503 (database busy: nothing committed) is the only other
+      // answer the contract allows on the way.
+      expect({
+        waiter: seen(waiter).includes('in-progress:409'),
+        runner: seen(runner).filter((e) => e !== 'status:503'),
+      }).toEqual({ waiter: true, runner: [] });
       for (const e of waiter.events) {
-        expect(e).toMatchObject({ reason: 'in-progress', status: 409, key });
+        expect(['in-progress:409', 'status:503']).toContain(`${e.reason}:${e.status}`);
+        expect(e.key).toBe(key);
         expect(e.delayMs).toBeLessThanOrEqual(MAX_DELAY_MS);
       }
       expect(new Set([...a.keys, ...b.keys])).toEqual(new Set([key]));

@@ -450,6 +450,18 @@ describe('createIdempotentFetch: bodies', () => {
   });
 });
 
+describe('createIdempotentFetch: requests fetch would refuse', () => {
+  it('rejects a GET with a body at once instead of retrying the same TypeError', async () => {
+    const { fetch, seen } = scriptedFetch(status(200));
+    const { f, events } = client(fetch);
+    await expect(f(URL_, { method: 'GET', body: 'x' })).rejects.toThrow(
+      /GET request cannot have a body/,
+    );
+    expect(seen).toHaveLength(0);
+    expect(events).toHaveLength(0);
+  });
+});
+
 describe('createIdempotentFetch: options', () => {
   it('rejects nonsense options when created', () => {
     expect(() => createIdempotentFetch({ maxAttempts: 0 })).toThrow(/maxAttempts/);
