@@ -27,12 +27,12 @@ import { OutboxRelay } from './outbox/outbox-relay.service';
 import { OutboxService } from './outbox/outbox.service';
 import { OutboxWakeSignal } from './outbox/outbox-wake.signal';
 import { DatabaseService } from './persistence/database.service';
-import { IdempotencyStore } from './persistence/idempotency.store';
+import { IdempotencyLedger } from './persistence/idempotency-ledger';
 
 /** Providers of every feature, wired once for forRoot and forRootAsync. */
 const FEATURE_PROVIDERS: Provider[] = [
   DatabaseService,
-  IdempotencyStore,
+  IdempotencyLedger,
   MetricsService,
   CleanupService,
   IdempotencyHealthIndicator,
@@ -60,7 +60,7 @@ const EXPORTS = [
   ConditionalInterceptor,
   ConditionalContext,
   DatabaseService,
-  IdempotencyStore,
+  IdempotencyLedger,
   MetricsService,
   CleanupService,
   IdempotencyHealthIndicator,

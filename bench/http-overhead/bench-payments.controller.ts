@@ -5,7 +5,6 @@ import { randomUUID } from 'node:crypto';
 import { Idempotent } from '../../lib';
 import { encodeSnapshot } from '../../lib/http/response-snapshot';
 import { DatabaseService } from '../../lib/persistence/database.service';
-import { IdempotencyStore } from '../../lib/persistence/idempotency.store';
 import { CreatePaymentDto } from '../../sample-app/payments/create-payment.dto';
 import type { Payment } from '../../sample-app/payments/payment.entity';
 import { BenchPaymentsService } from './bench-payments.service';
@@ -28,7 +27,6 @@ export class BenchPaymentsController {
     private readonly payments: BenchPaymentsService,
     private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
     private readonly db: DatabaseService,
-    private readonly store: IdempotencyStore,
   ) {}
 
   @Post('unguarded')
@@ -57,7 +55,7 @@ export class BenchPaymentsController {
     return this.txHost.withTransaction(async () => {
       const exec = this.db.exec();
       const leaseToken = randomUUID();
-      const reserved = await this.store.reserve(exec, {
+      const reserved = await this.db.dialect.idempotency.reserve(exec, {
         scope: 'bench|floor',
         key: key ?? randomUUID(),
         requestHash: FLOOR_HASH,
@@ -76,7 +74,7 @@ export class BenchPaymentsController {
         ],
         body: Buffer.from(JSON.stringify(body)),
       });
-      await this.store.complete(exec, {
+      await this.db.dialect.idempotency.complete(exec, {
         id: reserved.id,
         leaseToken,
         status: 201,

@@ -1,149 +1,70 @@
-import {
-  CallHandler,
-  ExecutionContext,
-  Inject,
-  Injectable,
-  Logger,
-  LoggerService,
-  NestInterceptor,
-  StreamableFile,
-} from '@nestjs/common';
+import { CallHandler, ExecutionContext, Inject, Injectable, NestInterceptor } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { ClsServiceManager } from 'nestjs-cls';
-import { randomUUID } from 'node:crypto';
-import { Readable } from 'node:stream';
 import { Observable, Subscriber } from 'rxjs';
 import { IDEMPOTENCY_OPTIONS, IDEMPOTENT_METADATA } from '../idempotency.constants';
 import type {
   IdempotencyEndpointOptions,
-  IdempotencyEvent,
   ResolvedEndpointOptions,
   ResolvedIdempotencyOptions,
 } from '../idempotency.options';
 import { resolveEndpointOptions } from '../idempotency.options';
 import { MetricsService } from '../maintenance/metrics.service';
-import { isMisconfiguration } from '../persistence/database-misconfigured';
 import { DatabaseService } from '../persistence/database.service';
-import type { IdempotencyRow, ReserveParams } from '../persistence/dialects';
-import { IdempotencyStore } from '../persistence/idempotency.store';
+import { IdempotencyLedger } from '../persistence/idempotency-ledger';
 import { toRetryAfterSeconds } from '../persistence/time';
-import { faultPoint } from '../testing/fault-points';
-import { IDEMPOTENCY_INFO, IdempotencyInfo, keyHashOf } from './idempotency-context';
-import {
-  problemAnswer,
-  replayAnswer,
-  ReplayHeaders,
-  ReplayResponse,
-  sendProblem,
-} from './idempotency-exception.filter';
-import {
-  inProgress,
-  invalidKey,
-  keyReused,
-  leaseLost,
-  misconfigured,
-  missingKey,
-  notSnapshottable,
-  PROBLEM_TYPES,
-  ProblemException,
-  responseTooLarge,
-  serviceUnavailable,
-  storedResponseUnreadable,
-} from './idempotency.errors';
-import { checkIdempotencyKey, parseIdempotencyKey } from './idempotency-key.parser';
-import { CAPTURE_TIMEOUT } from './idempotency.messages';
-import { trackHandlerBody } from './handler-body.tracker';
+import { GateAnswers } from './gate-answers';
+import type { GuardedRequest } from './guarded-request';
+import { HandlerExecution } from './handler-execution';
 import {
   headerValue,
   headerValues,
   pathParams,
   queryString,
-  rawResponse,
   requestPath,
   routeTemplate,
 } from './http-platform';
+import { IDEMPOTENCY_INFO, IdempotencyInfo, keyHashOf } from './idempotency-context';
+import type { ReplayHeaders } from './idempotency-exception.filter';
+import { invalidKey, missingKey } from './idempotency.errors';
+import { checkIdempotencyKey, parseIdempotencyKey } from './idempotency-key.parser';
+import { InFlightRegistry } from './in-flight.registry';
+import { LeasedMode } from './leased.mode';
 import { customFingerprint, NO_FINGERPRINT, requestFingerprint } from './request-fingerprint';
 import { buildScope } from './request-scope';
 import { normalizePath, resourcePath } from './resource-path';
-import { LeaseKeeper } from './lease-keeper';
-import { ReadFirstPolicy } from '../persistence/read-first.policy';
-import { CapturedResponse, ResponseCapture } from './response-capture';
-import {
-  decodeSnapshot,
-  encodeSnapshot,
-  ResponseSnapshot,
-  storableHeaders,
-} from './response-snapshot';
-
-/** One guarded request, as the gate sees it. */
-interface GuardedRequest {
-  opts: ResolvedEndpointOptions;
-  info: IdempotencyInfo;
-  requestHash: Buffer;
-  req: any;
-  res: any;
-  method: string;
-  /** The resource the key is scoped to (route template with its parameters filled in). */
-  path: string;
-  /** The gate's own headers on a replay. */
-  replayHeaders: ReplayHeaders;
-  /** SQLite: this request's registration in the in-process in-flight registry. */
-  inFlightTicket?: symbol;
-  /** Status of the first execution's answer, once it is stored. */
-  createdStatus?: number;
-}
-
-/** How the reservation step ended. */
-type Reservation =
-  | { kind: 'reserved'; id: string; token: string }
-  | { kind: 'replay'; snapshot: ResponseSnapshot }
-  | { kind: 'conflict'; error: ProblemException };
+import { TransactionalMode } from './transactional.mode';
 
 /**
- * Thrown inside the transaction to roll it back; `after` runs once the rollback is done
- * (send the captured answer, a problem, or store a 4xx). In leased mode the reservation is
- * released unless `keepReservation` says the answer completes it (4xx) or it is no longer ours.
- */
-class Abort extends Error {
-  constructor(
-    readonly after: () => Promise<void> | void,
-    readonly keepReservation = false,
-  ) {
-    super('rolled back');
-  }
-}
-
-const CAPTURE_TIMEOUT_MS = 30_000;
-
-/**
- * The HTTP idempotency gate. For each guarded request: parse the key, fingerprint the request,
- * reserve (scope, key) atomically in the ledger, run the handler once inside the ambient
- * transaction, capture the response the framework writes, store it in the same transaction,
- * and only after the commit let the bytes go to the client. Retries replay the stored answer.
- * Protected hooks can be overridden by subclassing.
+ * The HTTP idempotency gate's Nest side: for each guarded request it resolves the endpoint's
+ * options, reads the key, the resource and the fingerprint, and hands the guarded request to its
+ * mode (transactional or leased), which reserves the key in the ledger, runs the handler once
+ * inside the ambient transaction, stores the captured answer in the same transaction and lets
+ * the bytes go to the client only after the commit. Retries replay the stored answer.
+ * Protected hooks (`getKey`, `getResource`, `getTenant`, `getPrincipal`, `fingerprint`) can be
+ * overridden by subclassing.
  */
 @Injectable()
 export class IdempotencyInterceptor implements NestInterceptor {
-  private readonly logger: LoggerService | undefined;
   private readonly endpointOptions = new WeakMap<object, ResolvedEndpointOptions>();
-  /**
-   * Lease deadlines of the leased-mode requests in flight in this process. On SQLite every
-   * statement waits for the transaction in progress, so a duplicate caught by the in-process
-   * in-flight registry cannot read the record: its Retry-After comes from here.
-   */
-  private readonly localLeases = new Map<string, number>();
-  /** Transactional mode: when a replay-heavy endpoint reads the key first (see the policy). */
-  private readonly replayLookup = new ReadFirstPolicy();
+  private readonly replayHeadersCache = new WeakMap<object, ReplayHeaders>();
+  private readonly registry: InFlightRegistry;
+  private readonly answers: GateAnswers;
+  private readonly transactional: TransactionalMode;
+  private readonly leased: LeasedMode;
 
   constructor(
     private readonly reflector: Reflector,
-    private readonly db: DatabaseService,
-    private readonly store: IdempotencyStore,
-    private readonly metrics: MetricsService,
+    db: DatabaseService,
+    ledger: IdempotencyLedger,
+    metrics: MetricsService,
     @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
   ) {
-    this.logger =
-      options.logger === false ? undefined : (options.logger ?? new Logger('Idempotency'));
+    this.registry = new InFlightRegistry(() => db.dialect.singleWriter);
+    this.answers = new GateAnswers(metrics, options);
+    const handler = new HandlerExecution(db, ledger, this.answers, metrics, options);
+    this.transactional = new TransactionalMode(db, ledger, this.answers, handler, this.registry);
+    this.leased = new LeasedMode(db, ledger, this.answers, handler, this.registry);
   }
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
@@ -151,7 +72,6 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const opts = this.resolveOptions(context);
     const http = context.switchToHttp();
     const req = http.getRequest();
-    const res = http.getResponse();
 
     if (opts.skip?.(req)) return next.handle();
     const key = this.getKey(req, opts);
@@ -159,15 +79,22 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const path = this.getResource(req, context);
     const method = String(req.method).toUpperCase();
     const scope = buildScope(this.getTenant(req), this.getPrincipal(req), method, path);
-    const requestHash = this.fingerprint(req, path, opts);
     const info: IdempotencyInfo = { key, scope, keyHash: keyHashOf(scope, key) };
     req[IDEMPOTENCY_INFO] = info;
     const guarded: GuardedRequest = {
       opts,
       info,
-      requestHash,
+      ledger: {
+        scope,
+        key,
+        requestHash: this.fingerprint(req, path, opts),
+        mode: opts.mode,
+        ttlMs: opts.ttl,
+        leaseMs: opts.leaseMs,
+        retryAfterSeconds: opts.retryAfterSeconds,
+      },
       req,
-      res,
+      res: http.getResponse(),
       method,
       path,
       replayHeaders: this.replayHeadersOf(opts),
@@ -252,17 +179,6 @@ export class IdempotencyInterceptor implements NestInterceptor {
     });
   }
 
-  private readonly replayHeadersCache = new WeakMap<object, ReplayHeaders>();
-
-  private replayHeadersOf(opts: ResolvedEndpointOptions): ReplayHeaders {
-    let h = this.replayHeadersCache.get(opts);
-    if (!h) {
-      h = { replayed: opts.replayedHeaderName, status: opts.statusHeader };
-      this.replayHeadersCache.set(opts, h);
-    }
-    return h;
-  }
-
   private resolveOptions(context: ExecutionContext): ResolvedEndpointOptions {
     const handler = context.getHandler();
     let resolved = this.endpointOptions.get(handler);
@@ -277,565 +193,41 @@ export class IdempotencyInterceptor implements NestInterceptor {
     return resolved;
   }
 
+  private replayHeadersOf(opts: ResolvedEndpointOptions): ReplayHeaders {
+    let h = this.replayHeadersCache.get(opts);
+    if (!h) {
+      h = { replayed: opts.replayedHeaderName, status: opts.statusHeader };
+      this.replayHeadersCache.set(opts, h);
+    }
+    return h;
+  }
+
+  /** A duplicate of a request in flight in this process answers at once; others go to their mode. */
   private async execute(
     g: GuardedRequest,
     next: CallHandler,
     subscriber: Subscriber<unknown>,
   ): Promise<void> {
-    const { info, opts } = g;
-    const local = `${info.scope}\u0000${info.key}`;
-    if (this.store.isInFlight(info.scope, info.key)) {
+    const { scope, key } = g.info;
+    if (this.registry.has(scope, key)) {
       // SQLite: the same key is in flight in this process.
-      const leaseUntil = this.localLeases.get(local);
-      const retryAfter =
-        leaseUntil === undefined
-          ? opts.retryAfterSeconds
-          : Math.min(toRetryAfterSeconds(leaseUntil - Date.now()), opts.retryAfterSeconds);
-      const outcome = await this.waitOrConflict(g, this.conflict(g, inProgress(retryAfter)));
-      if (outcome) return this.answer(outcome, g, subscriber);
+      const leaseLeft = this.registry.leaseRemainingMs(scope, key);
+      const retryAfterSeconds =
+        leaseLeft === undefined
+          ? g.opts.retryAfterSeconds
+          : Math.min(toRetryAfterSeconds(leaseLeft), g.opts.retryAfterSeconds);
+      const answer = await this.answers.waitOrAnswer(
+        g,
+        this.answers.of(g, { kind: 'in-progress', retryAfterSeconds }),
+      );
+      if (answer) return this.answers.send(g, answer, subscriber);
       return this.execute(g, next, subscriber);
     }
     try {
-      if (opts.mode === 'transactional') await this.runTransactional(g, next, subscriber);
-      else await this.runLeased(g, next, subscriber);
+      if (g.opts.mode === 'transactional') await this.transactional.run(g, next, subscriber);
+      else await this.leased.run(g, next, subscriber);
     } finally {
-      this.localLeases.delete(local);
-      this.store.leave(info.scope, info.key, g.inFlightTicket);
+      this.registry.leave(scope, key, g.inFlightTicket);
     }
   }
-
-  /** Reservation, handler and completion in ONE transaction; a crash rolls it all back. */
-  private async runTransactional(
-    g: GuardedRequest,
-    next: CallHandler,
-    subscriber: Subscriber<unknown>,
-  ): Promise<void> {
-    if (this.db.dialect.nonBlockingReads && this.replayLookup.readFirst(g.opts)) {
-      const settled = await this.lookUpCompleted(g);
-      if (settled) {
-        this.replayLookup.observe(g.opts, settled.kind === 'replay');
-        return this.answer(settled, g, subscriber);
-      }
-    }
-    let capture: ResponseCapture | undefined;
-    let reservation: Reservation | undefined;
-    try {
-      await this.db.inNewTransaction(async () => {
-        reservation = await this.reserve(g);
-        if (reservation.kind !== 'reserved') return;
-        g.inFlightTicket = this.store.markInFlight(g.info.scope, g.info.key);
-        capture = new ResponseCapture(rawResponse(g.res));
-        await this.runHandlerAndComplete(g, reservation, next, subscriber, capture);
-      });
-    } catch (e) {
-      // A replay or conflict wrote nothing: if only the end of its transaction failed (Babelfish
-      // rolls a transaction back itself after a lock time-out), the decision stands.
-      if (!reservation || reservation.kind === 'reserved')
-        return this.afterFailure(e, g, capture, subscriber);
-    }
-    if (!reservation) return;
-    this.replayLookup.observe(g.opts, reservation.kind === 'replay');
-    if (reservation.kind !== 'reserved') {
-      const settled = await this.waitOrConflict(g, reservation);
-      if (settled) return this.answer(settled, g, subscriber);
-      return this.runTransactional(g, next, subscriber);
-    }
-    // Test-only crash point: the business transaction has committed, no byte has left yet.
-    faultPoint('gate.after-commit');
-    if (capture) this.releaseCreated(g, capture);
-  }
-
-  /**
-   * Transactional mode, replay-heavy endpoint: one read outside any transaction. A committed,
-   * live, completed record answers at once (its replay, or 422 for another payload); anything
-   * else (no record, an expired one, a failed read) goes on to the reservation, which decides.
-   */
-  private async lookUpCompleted(
-    g: GuardedRequest,
-  ): Promise<Exclude<Reservation, { kind: 'reserved' }> | undefined> {
-    let row: IdempotencyRow | undefined;
-    try {
-      const started = Date.now();
-      row = await this.db.withoutTransaction(() =>
-        this.store.find(this.db.exec(), g.info.scope, g.info.key),
-      );
-      this.metrics.idempotencyStoreLatency.record(Date.now() - started, { op: 'lookup' });
-    } catch {
-      return undefined;
-    }
-    if (!row || row.state !== 'completed' || row.expired) return undefined;
-    return this.settledAnswer(g, row, false);
-  }
-
-  /** Reservation committed first; handler and completion in a second transaction. */
-  private async runLeased(
-    g: GuardedRequest,
-    next: CallHandler,
-    subscriber: Subscriber<unknown>,
-  ): Promise<void> {
-    let reservation: Reservation | undefined;
-    try {
-      // Autocommit: each reservation statement is atomic on its own (guarded insert, then a
-      // compare-and-set take-over), so it needs no transaction of its own: a first execution
-      // saves a BEGIN/COMMIT pair and a replay is a single statement.
-      await this.db.withoutTransaction(async () => {
-        reservation = await this.reserve(g);
-      });
-    } catch (e) {
-      if (!reservation || reservation.kind === 'reserved')
-        return this.afterFailure(e, g, undefined, subscriber);
-    }
-    if (!reservation) return;
-    if (reservation.kind !== 'reserved') {
-      const settled = await this.waitOrConflict(g, reservation);
-      if (settled) return this.answer(settled, g, subscriber);
-      return this.runLeased(g, next, subscriber);
-    }
-    const reserved = reservation;
-    g.inFlightTicket = this.store.markInFlight(g.info.scope, g.info.key);
-    // Test-only crash point: the reservation is committed, the handler has not run.
-    faultPoint('gate.after-reservation-commit');
-    this.localLeases.set(`${g.info.scope}\u0000${g.info.key}`, Date.now() + g.opts.leaseMs);
-    const capture = new ResponseCapture(rawResponse(g.res));
-    const keeper = this.keepLeaseAlive(g, reserved);
-    try {
-      await this.db
-        .inNewTransaction(() => this.runHandlerAndComplete(g, reserved, next, subscriber, capture))
-        .finally(() => keeper?.stop());
-    } catch (e) {
-      if (!(e instanceof Abort) || !e.keepReservation) {
-        await this.db
-          .withoutTransaction(() => this.store.release(this.db.exec(), reserved.id, reserved.token))
-          .catch((err) => this.log('warn', 'release-failed', g, { error: String(err) }));
-      }
-      return this.afterFailure(e, g, capture, subscriber);
-    }
-    // Test-only crash point: the business transaction has committed, no byte has left yet.
-    faultPoint('gate.after-commit');
-    this.releaseCreated(g, capture);
-  }
-
-  /** Sends a first execution's stored answer (with `Idempotency-Status: created` when on). */
-  private releaseCreated(g: GuardedRequest, capture: ResponseCapture): void {
-    if (g.createdStatus !== undefined) {
-      if (g.opts.statusHeader) capture.setHeader(g.opts.statusHeader, 'created');
-      this.emit(g, 'created', g.createdStatus);
-    }
-    capture.release();
-  }
-
-  /**
-   * Leased mode: renews the committed reservation's lease while the handler runs (see
-   * LeaseKeeper). Not on SQLite: one process, where the in-flight registry already answers every
-   * duplicate, and where a statement outside the handler's transaction would wait for it.
-   */
-  private keepLeaseAlive(
-    g: GuardedRequest,
-    reserved: { id: string; token: string },
-  ): LeaseKeeper | undefined {
-    if (this.db.dialect.singleWriter) return undefined;
-    const leaseMs = Math.floor(g.opts.leaseMs);
-    return new LeaseKeeper(
-      () =>
-        this.db.withoutTransaction(() =>
-          this.store.renew(this.db.exec(), reserved.id, reserved.token, leaseMs),
-        ),
-      leaseMs,
-      (e) =>
-        this.log('warn', 'lease-renewal-failed', g, {
-          error: e instanceof Error ? e.message : String(e),
-        }),
-    ).start();
-  }
-
-  /**
-   * Atomic reservation, then classification of an existing record. `quiet`: a second reservation
-   * for the same request (storing a 4xx after its rollback), not counted again in metrics.
-   */
-  private async reserve(g: GuardedRequest, quiet = false): Promise<Reservation> {
-    const { opts, info } = g;
-    const exec = this.db.exec();
-    const params: ReserveParams = {
-      scope: info.scope,
-      key: info.key,
-      requestHash: g.requestHash,
-      leaseToken: randomUUID(),
-      leaseMs: Math.floor(opts.leaseMs),
-      // Leased mode completes in another transaction, mostly within one lease of the reservation:
-      // reserving ttl + leaseMs lets that completion keep the expiry (on PostgreSQL a HOT update,
-      // no index entries), while a record still lives at least ttl after its completion.
-      ttlMs: Math.floor(opts.ttl) + (opts.mode === 'leased' ? Math.floor(opts.leaseMs) : 0),
-      lockTimeoutMs: this.options.lockTimeoutMs,
-    };
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const started = Date.now();
-      const r = await this.store.reserve(exec, params);
-      this.metrics.idempotencyStoreLatency.record(Date.now() - started, { op: 'reserve' });
-      if (r.outcome === 'inserted') return this.reserved(g, r.id, params.leaseToken, quiet);
-      if (r.outcome === 'locked')
-        return this.conflict(g, inProgress(opts.retryAfterSeconds), quiet);
-      const row = r.row ?? (await this.store.find(exec, info.scope, info.key));
-      if (!row) continue; // deleted between the two statements (cleanup): try again
-      const taken = await this.classify(g, row, exec, params, quiet);
-      if (taken) return taken;
-    }
-    return this.conflict(g, inProgress(opts.retryAfterSeconds), quiet);
-  }
-
-  private async classify(
-    g: GuardedRequest,
-    row: IdempotencyRow,
-    exec: ReturnType<DatabaseService['exec']>,
-    params: ReserveParams,
-    quiet: boolean,
-  ): Promise<Reservation | undefined> {
-    const expired = row.expired;
-    const leaseLapsed = row.state === 'started' && row.leaseRemainingMs <= 0;
-    if (expired || leaseLapsed) {
-      if (await this.store.takeOver(exec, row.id, row.leaseToken, params)) {
-        if (leaseLapsed && !expired) this.log('warn', 'lease-takeover', g);
-        return this.reserved(g, row.id, params.leaseToken, quiet);
-      }
-      return undefined; // someone else changed it: read again
-    }
-    return this.settledAnswer(g, row, quiet);
-  }
-
-  /**
-   * What a live record that is not ours answers: 409 while it is in flight (whatever the payload:
-   * in transactional mode an in-flight record cannot be read at all, so every database and mode
-   * answers the same), then 422 for another payload, or its replay.
-   */
-  private settledAnswer(
-    g: GuardedRequest,
-    row: IdempotencyRow,
-    quiet: boolean,
-  ): Exclude<Reservation, { kind: 'reserved' }> {
-    if (row.state === 'started') {
-      // Leased mode: a short poll while the first attempt is alive (its lease is renewed every
-      // third of leaseMs), never the whole lease.
-      const retryAfter = Math.min(
-        toRetryAfterSeconds(row.leaseRemainingMs),
-        g.opts.retryAfterSeconds,
-      );
-      return this.conflict(g, inProgress(retryAfter), quiet);
-    }
-    if (!row.requestHash.equals(g.requestHash)) {
-      this.metrics.idempotencyMismatchConflicts.add(1);
-      this.log('warn', 'key-reused-with-other-request', g);
-      return { kind: 'conflict', error: keyReused(g.opts.mismatchStatus) };
-    }
-    let snapshot: ResponseSnapshot;
-    try {
-      snapshot = decodeSnapshot(
-        row.responseStatus ?? 200,
-        row.responseHeaders,
-        row.responseBody,
-        this.options.encryptionKey,
-      );
-    } catch (e) {
-      // Sealed under another key, or altered: never run the request again, never replay garbage.
-      this.log('error', 'stored-response-unreadable', g, {
-        error: e instanceof Error ? e.message : String(e),
-      });
-      return { kind: 'conflict', error: storedResponseUnreadable() };
-    }
-    if (!quiet) this.metrics.idempotencyReplayed.add(1);
-    this.log('log', 'replay', g, { status: row.responseStatus });
-    return { kind: 'replay', snapshot };
-  }
-
-  private reserved(g: GuardedRequest, id: string, token: string, quiet = false): Reservation {
-    if (!quiet) this.metrics.idempotencyStarted.add(1);
-    this.log('debug', 'reserved', g);
-    return { kind: 'reserved', id, token };
-  }
-
-  private conflict(
-    g: GuardedRequest,
-    error: ProblemException,
-    quiet = false,
-  ): Exclude<Reservation, { kind: 'reserved' }> {
-    if (!quiet) this.metrics.idempotencyInProgressConflicts.add(1);
-    this.log('log', 'in-progress', g);
-    return { kind: 'conflict', error };
-  }
-
-  /**
-   * Under the `wait` policy, an in-progress conflict is retried until it settles or the bound
-   * passes. Returns the final answer, or undefined when the caller should try to reserve again.
-   */
-  private async waitOrConflict(
-    g: GuardedRequest,
-    r: Exclude<Reservation, { kind: 'reserved' }>,
-  ): Promise<Reservation | undefined> {
-    const waitable =
-      r.kind === 'conflict' &&
-      r.error.problem.status === 409 &&
-      r.error.problem.type.endsWith('in-progress');
-    if (!waitable || g.opts.inProgress.policy !== 'wait') return r;
-    const state = g as GuardedRequest & { waitUntil?: number };
-    state.waitUntil ??= Date.now() + g.opts.inProgress.maxWaitMs;
-    if (Date.now() >= state.waitUntil) return r;
-    await new Promise((resolve) => setTimeout(resolve, g.opts.inProgress.pollIntervalMs));
-    return undefined;
-  }
-
-  private answer(r: Reservation, g: GuardedRequest, subscriber: Subscriber<unknown>): void {
-    if (r.kind === 'reserved') return;
-    this.emitFor(g, r);
-    if (r.kind === 'replay') subscriber.error(new ReplayResponse(r.snapshot, g.replayHeaders));
-    else subscriber.error(r.error);
-  }
-
-  /** The `onEvent` hook for a replay or a conflict. */
-  private emitFor(g: GuardedRequest, r: Exclude<Reservation, { kind: 'reserved' }>): void {
-    if (!g.opts.onEvent) return;
-    if (r.kind === 'replay') return this.emit(g, 'replayed', r.snapshot.status);
-    const type = r.error.problem.type;
-    if (type === PROBLEM_TYPES.mismatch) this.emit(g, 'mismatch', r.error.problem.status);
-    else if (type === PROBLEM_TYPES.inProgress || type === PROBLEM_TYPES.leaseLost)
-      this.emit(g, 'conflict', r.error.problem.status);
-  }
-
-  private emit(g: GuardedRequest, kind: IdempotencyEvent['kind'], status: number): void {
-    const onEvent = g.opts.onEvent;
-    if (!onEvent) return;
-    try {
-      onEvent({
-        kind,
-        keyHash: g.info.keyHash,
-        method: g.method,
-        path: g.path,
-        mode: g.opts.mode,
-        status,
-        request: g.req,
-      });
-    } catch (e) {
-      this.log('warn', 'on-event-failed', g, { error: e instanceof Error ? e.message : String(e) });
-    }
-  }
-
-  /**
-   * Runs the handler inside the current transaction, lets Nest write its answer into the
-   * capture, then decides: store it (commit), or roll back.
-   */
-  private async runHandlerAndComplete(
-    g: GuardedRequest,
-    reservation: { id: string; token: string },
-    next: CallHandler,
-    subscriber: Subscriber<unknown>,
-    capture: ResponseCapture,
-  ): Promise<void> {
-    let threw = false;
-    let unsnapshottable: string | undefined;
-    // strayWrites: a write outside this transaction while the handler runs is refused or logged.
-    const strayWrites = this.db.strayWrites.watch(
-      g.opts.strayWrites,
-      this.db.manager.queryRunner,
-      `${g.method} ${g.path}`,
-    );
-    const { state: body } = trackHandlerBody(() =>
-      next.handle().subscribe({
-        next: (value) => {
-          if (value instanceof StreamableFile || value instanceof Readable)
-            unsnapshottable = 'a stream or file';
-          subscriber.next(value);
-        },
-        error: (e) => {
-          threw = true;
-          subscriber.error(e);
-        },
-        complete: () => subscriber.complete(),
-      }),
-    );
-    const captured = await withTimeout(capture.done, CAPTURE_TIMEOUT_MS);
-    // Throws (500 misconfigured, rolled back) when a write escaped under strayWrites 'error'.
-    this.db.strayWrites.end(strayWrites);
-    const instance = requestPath(g.req);
-    if (!captured)
-      throw new Abort(() =>
-        capture.replace(...problemAnswer(serviceUnavailable(CAPTURE_TIMEOUT), instance)),
-      );
-    if (unsnapshottable || captured.streamed) {
-      const problem = notSnapshottable(unsnapshottable ?? 'a streamed body');
-      throw new Abort(() => capture.replace(...problemAnswer(problem, instance)));
-    }
-    const { opts } = g;
-    const status = captured.status;
-    if (threw && !body.started) {
-      // Rejected by a pipe before the handler body ran (validation): store nothing.
-      throw new Abort(() => capture.release());
-    }
-    if (status >= 500 || !opts.storeStatus(status)) {
-      // Not stored: roll back, release the key, send the answer as it is.
-      throw new Abort(() => capture.release());
-    }
-    const snapshot = this.snapshotOf(captured, opts);
-    if (!snapshot) {
-      const problem = responseTooLarge(captured.body.length, opts.maxResponseBytes);
-      throw new Abort(() => capture.replace(...problemAnswer(problem, instance)));
-    }
-    if (threw) {
-      // A stored 4xx from an exception: the handler's writes roll back, the answer is kept,
-      // unless the key has meanwhile been taken by another attempt: then the client gets what
-      // holds the key now (its replay, or 409), never an answer the ledger does not have.
-      throw new Abort(async () => {
-        const other = await this.storeAfterRollback(g, reservation, snapshot);
-        if (!other) {
-          g.createdStatus = status;
-          return this.releaseCreated(g, capture);
-        }
-        this.emitFor(g, other);
-        if (other.kind === 'replay')
-          capture.replace(...replayAnswer(other.snapshot, g.replayHeaders));
-        else capture.replace(...problemAnswer(other.error, instance));
-      }, g.opts.mode === 'leased');
-    }
-    const encoded = encodeSnapshot(snapshot, this.options.encryptionKey);
-    const started = Date.now();
-    const ok = await this.store.complete(this.db.exec(), {
-      id: reservation.id,
-      leaseToken: reservation.token,
-      status,
-      headers: encoded.headers,
-      body: encoded.body,
-      ttlMs: Math.floor(opts.ttl),
-      sameTransaction: opts.mode === 'transactional',
-    });
-    this.metrics.idempotencyStoreLatency.record(Date.now() - started, { op: 'complete' });
-    if (!ok) {
-      this.metrics.idempotencyCompleteFailures.add(1);
-      this.log('warn', 'lease-lost', g);
-      throw new Abort(() => capture.replace(...problemAnswer(leaseLost(), instance)), true);
-    }
-    g.createdStatus = status;
-  }
-
-  /**
-   * Stores a 4xx answer after its transaction rolled back. Leased mode: completes our committed
-   * reservation. Transactional mode: the reservation went with the rollback, so the key is
-   * reserved again in a new short transaction and completed there. Returns undefined when the
-   * answer is stored (or storing failed: nothing happened, a retry runs again), or what holds
-   * the key instead (a lease taken over, a concurrent attempt, its stored answer).
-   */
-  private async storeAfterRollback(
-    g: GuardedRequest,
-    reservation: { id: string; token: string },
-    snapshot: ResponseSnapshot,
-  ): Promise<Exclude<Reservation, { kind: 'reserved' }> | undefined> {
-    const encoded = encodeSnapshot(snapshot, this.options.encryptionKey);
-    const complete = (id: string, leaseToken: string) =>
-      this.store.complete(this.db.exec(), {
-        id,
-        leaseToken,
-        status: snapshot.status,
-        headers: encoded.headers,
-        body: encoded.body,
-        ttlMs: Math.floor(g.opts.ttl),
-      });
-    try {
-      if (g.opts.mode === 'leased') {
-        const ok = await this.db.withoutTransaction(() =>
-          complete(reservation.id, reservation.token),
-        );
-        return ok ? undefined : { kind: 'conflict', error: leaseLost() };
-      }
-      let again: Reservation | undefined;
-      try {
-        await this.db.inNewTransaction(async () => {
-          again = await this.reserve(g, true);
-          if (again.kind === 'reserved' && !(await complete(again.id, again.token)))
-            throw new Error('reserved record vanished');
-        });
-      } catch (e) {
-        if (!again || again.kind === 'reserved') throw e;
-      }
-      return again && again.kind !== 'reserved' ? again : undefined;
-    } catch (e) {
-      this.log('warn', 'store-4xx-failed', g, {
-        error: e instanceof Error ? e.message : String(e),
-      });
-      return undefined;
-    }
-  }
-
-  private snapshotOf(
-    c: CapturedResponse,
-    opts: ResolvedEndpointOptions,
-  ): ResponseSnapshot | undefined {
-    const headers = storableHeaders(c.headers, opts.storedHeaders);
-    if (c.body.length <= opts.maxResponseBytes) return { status: c.status, headers, body: c.body };
-    if (opts.oversizedResponse === 'store-status-only')
-      return { status: c.status, headers, body: null, bodyOmitted: true };
-    return undefined;
-  }
-
-  /** After the transaction threw: send what the decision says, or a problem. */
-  private async afterFailure(
-    e: unknown,
-    g: GuardedRequest,
-    capture: ResponseCapture | undefined,
-    subscriber: Subscriber<unknown>,
-  ): Promise<void> {
-    if (e instanceof Abort) {
-      await e.after();
-      return;
-    }
-    // The database failed (connection lost, commit failed, deadlock...): nothing was committed.
-    this.metrics.idempotencyCompleteFailures.add(1);
-    this.log('error', 'transaction-failed', g, {
-      error: e instanceof Error ? e.message : String(e),
-    });
-    // A configuration error (missing table, plugin, a write outside the transaction) is a 500:
-    // retrying cannot help. Anything else is the database failing: 503, retry.
-    const problem = isMisconfiguration(e)
-      ? misconfigured()
-      : serviceUnavailable(
-          'The request could not be completed because the database is unavailable. Retry with the same Idempotency-Key.',
-        );
-    if (capture) {
-      capture.replace(...problemAnswer(problem, requestPath(g.req)));
-    } else {
-      try {
-        subscriber.error(problem);
-      } catch {
-        sendProblem(g.res, problem, requestPath(g.req));
-      }
-    }
-  }
-
-  private log(
-    level: 'log' | 'warn' | 'error' | 'debug',
-    event: string,
-    g: GuardedRequest,
-    extra: object = {},
-  ): void {
-    if (!this.logger) return;
-    // With Nest's own Logger, build the line only when its level is on (hot path).
-    if (this.logger instanceof Logger && !Logger.isLevelEnabled(level)) return;
-    const line = JSON.stringify({
-      event: `idempotency.${event}`,
-      keyHash: g.info.keyHash,
-      mode: g.opts.mode,
-      ...extra,
-    });
-    (this.logger[level] ?? this.logger.log).call(this.logger, line);
-  }
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => resolve(undefined), ms);
-    p.then(
-      (v) => {
-        clearTimeout(t);
-        resolve(v);
-      },
-      (e) => {
-        clearTimeout(t);
-        reject(e);
-      },
-    );
-  });
 }

@@ -1,0 +1,165 @@
+import { Logger, LoggerService } from '@nestjs/common';
+import type { Subscriber } from 'rxjs';
+import type { IdempotencyEvent, ResolvedIdempotencyOptions } from '../idempotency.options';
+import { MetricsService } from '../maintenance/metrics.service';
+import type { LedgerDecision, SettledDecision } from '../persistence/idempotency-ledger';
+import type { GuardedRequest } from './guarded-request';
+import { problemAnswer, replayAnswer, ReplayResponse } from './idempotency-exception.filter';
+import {
+  inProgress,
+  keyReused,
+  PROBLEM_TYPES,
+  ProblemException,
+  storedResponseUnreadable,
+} from './idempotency.errors';
+import { requestPath } from './http-platform';
+import type { ResponseCapture } from './response-capture';
+import { decodeSnapshot, ResponseSnapshot } from './response-snapshot';
+
+/** What a request that does not run answers: a stored replay, or a problem. */
+export type GateAnswer =
+  { kind: 'replay'; snapshot: ResponseSnapshot } | { kind: 'problem'; error: ProblemException };
+
+/**
+ * Turns the ledger's decisions into HTTP answers (a replay of the stored bytes, 409, 422, 500 for
+ * an unreadable record), applies the `wait` in-progress policy, and tells metrics, logs and the
+ * `onEvent` hook what was answered.
+ * @internal
+ */
+export class GateAnswers {
+  private readonly logger: LoggerService | undefined;
+
+  constructor(
+    private readonly metrics: MetricsService,
+    private readonly options: ResolvedIdempotencyOptions,
+  ) {
+    this.logger =
+      options.logger === false ? undefined : (options.logger ?? new Logger('Idempotency'));
+  }
+
+  /** The key is ours: count it (not again for a second reservation of the same request). */
+  reserved(g: GuardedRequest, d: Extract<LedgerDecision, { kind: 'reserved' }>): void {
+    this.metrics.idempotencyStarted.add(1);
+    if (d.takenOver === 'lease-lapsed') this.log('warn', 'lease-takeover', g);
+    this.log('debug', 'reserved', g);
+  }
+
+  /**
+   * The answer to a decision other than `reserved`. `quiet`: a second look at the same request
+   * (storing a 4xx after its rollback), not counted again in metrics.
+   */
+  of(g: GuardedRequest, d: SettledDecision, quiet = false): GateAnswer {
+    switch (d.kind) {
+      case 'in-progress':
+        if (!quiet) this.metrics.idempotencyInProgressConflicts.add(1);
+        this.log('log', 'in-progress', g);
+        return { kind: 'problem', error: inProgress(d.retryAfterSeconds) };
+      case 'mismatch':
+        this.metrics.idempotencyMismatchConflicts.add(1);
+        this.log('warn', 'key-reused-with-other-request', g);
+        return { kind: 'problem', error: keyReused(g.opts.mismatchStatus) };
+      case 'replay': {
+        let snapshot: ResponseSnapshot;
+        try {
+          snapshot = decodeSnapshot(
+            d.answer.status,
+            d.answer.headers,
+            d.answer.body,
+            this.options.encryptionKey,
+          );
+        } catch (e) {
+          // Sealed under another key, or altered: never run the request again, never replay garbage.
+          this.log('error', 'stored-response-unreadable', g, { error: errorText(e) });
+          return { kind: 'problem', error: storedResponseUnreadable() };
+        }
+        if (!quiet) this.metrics.idempotencyReplayed.add(1);
+        this.log('log', 'replay', g, { status: d.answer.status });
+        return { kind: 'replay', snapshot };
+      }
+    }
+  }
+
+  /**
+   * Under the `wait` policy, an in-progress answer is held back while the first request may
+   * still settle: undefined means "wait is over, try again". Any other answer stands.
+   */
+  async waitOrAnswer(g: GuardedRequest, a: GateAnswer): Promise<GateAnswer | undefined> {
+    const waitable = a.kind === 'problem' && a.error.problem.type === PROBLEM_TYPES.inProgress;
+    if (!waitable || g.opts.inProgress.policy !== 'wait') return a;
+    g.waitUntil ??= Date.now() + g.opts.inProgress.maxWaitMs;
+    if (Date.now() >= g.waitUntil) return a;
+    await new Promise((resolve) => setTimeout(resolve, g.opts.inProgress.pollIntervalMs));
+    return undefined;
+  }
+
+  /** Answers through Nest (the method-scoped exception filter writes it). */
+  send(g: GuardedRequest, a: GateAnswer, subscriber: Subscriber<unknown>): void {
+    this.emitFor(g, a);
+    if (a.kind === 'replay') subscriber.error(new ReplayResponse(a.snapshot, g.replayHeaders));
+    else subscriber.error(a.error);
+  }
+
+  /** Answers in place of what the handler wrote into the capture. */
+  sendInto(g: GuardedRequest, a: GateAnswer, capture: ResponseCapture): void {
+    this.emitFor(g, a);
+    if (a.kind === 'replay') capture.replace(...replayAnswer(a.snapshot, g.replayHeaders));
+    else capture.replace(...problemAnswer(a.error, requestPath(g.req)));
+  }
+
+  /** Sends a first execution's stored answer (with the status header when on). */
+  created(g: GuardedRequest, capture: ResponseCapture): void {
+    if (g.createdStatus !== undefined) {
+      if (g.opts.statusHeader) capture.setHeader(g.opts.statusHeader, 'created');
+      this.emit(g, 'created', g.createdStatus);
+    }
+    capture.release();
+  }
+
+  private emitFor(g: GuardedRequest, a: GateAnswer): void {
+    if (!g.opts.onEvent) return;
+    if (a.kind === 'replay') return this.emit(g, 'replayed', a.snapshot.status);
+    const { type, status } = a.error.problem;
+    if (type === PROBLEM_TYPES.mismatch) this.emit(g, 'mismatch', status);
+    else if (type === PROBLEM_TYPES.inProgress || type === PROBLEM_TYPES.leaseLost)
+      this.emit(g, 'conflict', status);
+  }
+
+  private emit(g: GuardedRequest, kind: IdempotencyEvent['kind'], status: number): void {
+    const onEvent = g.opts.onEvent;
+    if (!onEvent) return;
+    try {
+      onEvent({
+        kind,
+        keyHash: g.info.keyHash,
+        method: g.method,
+        path: g.path,
+        mode: g.opts.mode,
+        status,
+        request: g.req,
+      });
+    } catch (e) {
+      this.log('warn', 'on-event-failed', g, { error: errorText(e) });
+    }
+  }
+
+  /** One structured log line per gate event (only the key's hash, never the key). */
+  log(
+    level: 'log' | 'warn' | 'error' | 'debug',
+    event: string,
+    g: GuardedRequest,
+    extra: object = {},
+  ): void {
+    if (!this.logger) return;
+    // With Nest's own Logger, build the line only when its level is on (hot path).
+    if (this.logger instanceof Logger && !Logger.isLevelEnabled(level)) return;
+    const line = JSON.stringify({
+      event: `idempotency.${event}`,
+      keyHash: g.info.keyHash,
+      mode: g.opts.mode,
+      ...extra,
+    });
+    (this.logger[level] ?? this.logger.log).call(this.logger, line);
+  }
+}
+
+export const errorText = (e: unknown): string => (e instanceof Error ? e.message : String(e));

@@ -1,0 +1,225 @@
+import { CallHandler, StreamableFile } from '@nestjs/common';
+import { Readable } from 'node:stream';
+import type { Subscriber } from 'rxjs';
+import type { ResolvedEndpointOptions, ResolvedIdempotencyOptions } from '../idempotency.options';
+import { MetricsService } from '../maintenance/metrics.service';
+import { isMisconfiguration } from '../persistence/database-misconfigured';
+import { DatabaseService } from '../persistence/database.service';
+import type { IdempotencyLedger, Reservation } from '../persistence/idempotency-ledger';
+import { errorText, GateAnswer, GateAnswers } from './gate-answers';
+import { Abort, GuardedRequest } from './guarded-request';
+import { trackHandlerBody } from './handler-body.tracker';
+import { requestPath } from './http-platform';
+import { problemAnswer, sendProblem } from './idempotency-exception.filter';
+import {
+  leaseLost,
+  misconfigured,
+  notSnapshottable,
+  responseTooLarge,
+  serviceUnavailable,
+} from './idempotency.errors';
+import { CAPTURE_TIMEOUT } from './idempotency.messages';
+import { CapturedResponse, ResponseCapture } from './response-capture';
+import { encodeSnapshot, ResponseSnapshot, storableHeaders } from './response-snapshot';
+
+const CAPTURE_TIMEOUT_MS = 30_000;
+
+/**
+ * Runs a guarded handler once on a reservation we hold, inside the current transaction: lets
+ * Nest write its answer into the capture, then decides what becomes of it — stored with the
+ * business writes (commit), or rolled back (5xx, an answer that cannot be stored, a stray write),
+ * or rolled back and stored on its own (a thrown 4xx). Failures of the database map to 503,
+ * configuration errors to 500.
+ * @internal
+ */
+export class HandlerExecution {
+  constructor(
+    private readonly db: DatabaseService,
+    private readonly ledger: IdempotencyLedger,
+    private readonly answers: GateAnswers,
+    private readonly metrics: MetricsService,
+    private readonly options: ResolvedIdempotencyOptions,
+  ) {}
+
+  async run(
+    g: GuardedRequest,
+    reservation: Reservation,
+    next: CallHandler,
+    subscriber: Subscriber<unknown>,
+    capture: ResponseCapture,
+  ): Promise<void> {
+    let threw = false;
+    let unsnapshottable: string | undefined;
+    // strayWrites: a write outside this transaction while the handler runs is refused or logged.
+    const strayWrites = this.db.strayWrites.watch(
+      g.opts.strayWrites,
+      this.db.manager.queryRunner,
+      `${g.method} ${g.path}`,
+    );
+    const { state: body } = trackHandlerBody(() =>
+      next.handle().subscribe({
+        next: (value) => {
+          if (value instanceof StreamableFile || value instanceof Readable)
+            unsnapshottable = 'a stream or file';
+          subscriber.next(value);
+        },
+        error: (e) => {
+          threw = true;
+          subscriber.error(e);
+        },
+        complete: () => subscriber.complete(),
+      }),
+    );
+    const captured = await withTimeout(capture.done, CAPTURE_TIMEOUT_MS);
+    // Throws (500 misconfigured, rolled back) when a write escaped under strayWrites 'error'.
+    this.db.strayWrites.end(strayWrites);
+    const instance = requestPath(g.req);
+    if (!captured)
+      throw new Abort(() =>
+        capture.replace(...problemAnswer(serviceUnavailable(CAPTURE_TIMEOUT), instance)),
+      );
+    if (unsnapshottable || captured.streamed) {
+      const problem = notSnapshottable(unsnapshottable ?? 'a streamed body');
+      throw new Abort(() => capture.replace(...problemAnswer(problem, instance)));
+    }
+    const { opts } = g;
+    const status = captured.status;
+    if (threw && !body.started) {
+      // Rejected by a pipe before the handler body ran (validation): store nothing.
+      throw new Abort(() => capture.release());
+    }
+    if (status >= 500 || !opts.storeStatus(status)) {
+      // Not stored: roll back, release the key, send the answer as it is.
+      throw new Abort(() => capture.release());
+    }
+    const snapshot = snapshotOf(captured, opts);
+    if (!snapshot) {
+      const problem = responseTooLarge(captured.body.length, opts.maxResponseBytes);
+      throw new Abort(() => capture.replace(...problemAnswer(problem, instance)));
+    }
+    if (threw) {
+      // A stored 4xx from an exception: the handler's writes roll back, the answer is kept,
+      // unless the key has meanwhile been taken by another attempt: then the client gets what
+      // holds the key now (its replay, or 409), never an answer the ledger does not have.
+      throw new Abort(async () => {
+        const other = await this.storeAfterRollback(g, reservation, snapshot);
+        if (other) return this.answers.sendInto(g, other, capture);
+        g.createdStatus = status;
+        this.answers.created(g, capture);
+      }, g.opts.mode === 'leased');
+    }
+    const encoded = encodeSnapshot(snapshot, this.options.encryptionKey);
+    const ok = await this.ledger.complete(
+      reservation,
+      { status, headers: encoded.headers, body: encoded.body },
+      { ttlMs: opts.ttl, sameTransaction: opts.mode === 'transactional' },
+    );
+    if (!ok) {
+      this.metrics.idempotencyCompleteFailures.add(1);
+      this.answers.log('warn', 'lease-lost', g);
+      throw new Abort(() => capture.replace(...problemAnswer(leaseLost(), instance)), true);
+    }
+    g.createdStatus = status;
+  }
+
+  /**
+   * Stores a 4xx answer after its transaction rolled back. Leased mode: completes our committed
+   * reservation. Transactional mode: the reservation went with the rollback, so the key is
+   * reserved again in a new short transaction and completed there. Returns undefined when the
+   * answer is stored (or storing failed: nothing happened, a retry runs again), or what holds
+   * the key instead (a lease taken over, a concurrent attempt, its stored answer).
+   */
+  private async storeAfterRollback(
+    g: GuardedRequest,
+    reservation: Reservation,
+    snapshot: ResponseSnapshot,
+  ): Promise<GateAnswer | undefined> {
+    const encoded = encodeSnapshot(snapshot, this.options.encryptionKey);
+    const answer = { status: snapshot.status, headers: encoded.headers, body: encoded.body };
+    const complete = (r: Reservation) => this.ledger.complete(r, answer, { ttlMs: g.opts.ttl });
+    try {
+      if (g.opts.mode === 'leased') {
+        const ok = await this.db.withoutTransaction(() => complete(reservation));
+        return ok ? undefined : { kind: 'problem', error: leaseLost() };
+      }
+      let other: GateAnswer | undefined;
+      try {
+        await this.db.inNewTransaction(async () => {
+          const again = await this.ledger.reserve(g.ledger);
+          if (again.kind !== 'reserved') {
+            other = this.answers.of(g, again, true);
+            return;
+          }
+          if (!(await complete(again.reservation))) throw new Error('reserved record vanished');
+        });
+      } catch (e) {
+        // A decision that wrote nothing stands even if only the end of its transaction failed.
+        if (!other) throw e;
+      }
+      return other;
+    } catch (e) {
+      this.answers.log('warn', 'store-4xx-failed', g, { error: errorText(e) });
+      return undefined;
+    }
+  }
+
+  /** After the transaction threw: send what the decision says, or a problem. */
+  async afterFailure(
+    e: unknown,
+    g: GuardedRequest,
+    capture: ResponseCapture | undefined,
+    subscriber: Subscriber<unknown>,
+  ): Promise<void> {
+    if (e instanceof Abort) {
+      await e.after();
+      return;
+    }
+    // The database failed (connection lost, commit failed, deadlock...): nothing was committed.
+    this.metrics.idempotencyCompleteFailures.add(1);
+    this.answers.log('error', 'transaction-failed', g, { error: errorText(e) });
+    // A configuration error (missing table, plugin, a write outside the transaction) is a 500:
+    // retrying cannot help. Anything else is the database failing: 503, retry.
+    const problem = isMisconfiguration(e)
+      ? misconfigured()
+      : serviceUnavailable(
+          'The request could not be completed because the database is unavailable. Retry with the same Idempotency-Key.',
+        );
+    if (capture) {
+      capture.replace(...problemAnswer(problem, requestPath(g.req)));
+    } else {
+      try {
+        subscriber.error(problem);
+      } catch {
+        sendProblem(g.res, problem, requestPath(g.req));
+      }
+    }
+  }
+}
+
+function snapshotOf(
+  c: CapturedResponse,
+  opts: ResolvedEndpointOptions,
+): ResponseSnapshot | undefined {
+  const headers = storableHeaders(c.headers, opts.storedHeaders);
+  if (c.body.length <= opts.maxResponseBytes) return { status: c.status, headers, body: c.body };
+  if (opts.oversizedResponse === 'store-status-only')
+    return { status: c.status, headers, body: null, bodyOmitted: true };
+  return undefined;
+}
+
+/** Resolves with undefined when `p` has not settled within `ms`. */
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => resolve(undefined), ms);
+    p.then(
+      (v) => {
+        clearTimeout(t);
+        resolve(v);
+      },
+      (e) => {
+        clearTimeout(t);
+        reject(e);
+      },
+    );
+  });
+}

@@ -1,0 +1,91 @@
+import type { CallHandler } from '@nestjs/common';
+import type { Subscriber } from 'rxjs';
+import { DatabaseService } from '../persistence/database.service';
+import type {
+  IdempotencyLedger,
+  LedgerDecision,
+  Reservation,
+} from '../persistence/idempotency-ledger';
+import { faultPoint } from '../testing/fault-points';
+import { errorText, GateAnswers } from './gate-answers';
+import { Abort, GuardedRequest } from './guarded-request';
+import type { HandlerExecution } from './handler-execution';
+import { rawResponse } from './http-platform';
+import type { InFlightRegistry } from './in-flight.registry';
+import { LeaseKeeper } from './lease-keeper';
+import { ResponseCapture } from './response-capture';
+
+/**
+ * Leased mode: the reservation is committed first with a lease (renewed while the handler runs),
+ * then the handler and the completion run in a second transaction. For long handlers and
+ * handlers with effects outside the database: a retry meets the committed `started` record.
+ * @internal
+ */
+export class LeasedMode {
+  constructor(
+    private readonly db: DatabaseService,
+    private readonly ledger: IdempotencyLedger,
+    private readonly answers: GateAnswers,
+    private readonly handler: HandlerExecution,
+    private readonly registry: InFlightRegistry,
+  ) {}
+
+  async run(g: GuardedRequest, next: CallHandler, subscriber: Subscriber<unknown>): Promise<void> {
+    let decision: LedgerDecision | undefined;
+    try {
+      // Autocommit: each reservation statement is atomic on its own (guarded insert, then a
+      // compare-and-set take-over), so it needs no transaction of its own: a first execution
+      // saves a BEGIN/COMMIT pair and a replay is a single statement.
+      await this.db.withoutTransaction(async () => {
+        decision = await this.ledger.reserve(g.ledger);
+      });
+    } catch (e) {
+      if (!decision || decision.kind === 'reserved')
+        return this.handler.afterFailure(e, g, undefined, subscriber);
+    }
+    if (!decision) return;
+    if (decision.kind !== 'reserved') {
+      const answer = await this.answers.waitOrAnswer(g, this.answers.of(g, decision));
+      if (answer) return this.answers.send(g, answer, subscriber);
+      return this.run(g, next, subscriber);
+    }
+    this.answers.reserved(g, decision);
+    const { reservation } = decision;
+    g.inFlightTicket = this.registry.enter(g.info.scope, g.info.key);
+    // Test-only crash point: the reservation is committed, the handler has not run.
+    faultPoint('gate.after-reservation-commit');
+    this.registry.setLease(g.info.scope, g.info.key, Date.now() + g.opts.leaseMs);
+    const capture = new ResponseCapture(rawResponse(g.res));
+    const keeper = this.keepLeaseAlive(g, reservation);
+    try {
+      await this.db
+        .inNewTransaction(() => this.handler.run(g, reservation, next, subscriber, capture))
+        .finally(() => keeper?.stop());
+    } catch (e) {
+      if (!(e instanceof Abort) || !e.keepReservation) {
+        await this.ledger
+          .release(reservation)
+          .catch((err) => this.answers.log('warn', 'release-failed', g, { error: String(err) }));
+      }
+      return this.handler.afterFailure(e, g, capture, subscriber);
+    }
+    // Test-only crash point: the business transaction has committed, no byte has left yet.
+    faultPoint('gate.after-commit');
+    this.answers.created(g, capture);
+  }
+
+  /**
+   * Renews the committed reservation's lease while the handler runs (see LeaseKeeper). Not on
+   * SQLite: one process, where the in-flight registry already answers every duplicate, and where
+   * a statement outside the handler's transaction would wait for it.
+   */
+  private keepLeaseAlive(g: GuardedRequest, reservation: Reservation): LeaseKeeper | undefined {
+    if (this.db.dialect.singleWriter) return undefined;
+    const leaseMs = Math.floor(g.opts.leaseMs);
+    return new LeaseKeeper(
+      () => this.ledger.renew(reservation, leaseMs),
+      leaseMs,
+      (e) => this.answers.log('warn', 'lease-renewal-failed', g, { error: errorText(e) }),
+    ).start();
+  }
+}

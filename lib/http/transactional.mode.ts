@@ -1,0 +1,64 @@
+import type { CallHandler } from '@nestjs/common';
+import type { Subscriber } from 'rxjs';
+import { DatabaseService } from '../persistence/database.service';
+import type { IdempotencyLedger, LedgerDecision } from '../persistence/idempotency-ledger';
+import { faultPoint } from '../testing/fault-points';
+import type { GateAnswers } from './gate-answers';
+import type { GuardedRequest } from './guarded-request';
+import type { HandlerExecution } from './handler-execution';
+import { rawResponse } from './http-platform';
+import type { InFlightRegistry } from './in-flight.registry';
+import { ResponseCapture } from './response-capture';
+
+/**
+ * Transactional mode: reservation, handler and completion in ONE transaction; a crash rolls it
+ * all back and the key is free for the retry at once. A replay-heavy endpoint first reads its
+ * key outside any transaction (the ledger's read-first policy).
+ * @internal
+ */
+export class TransactionalMode {
+  constructor(
+    private readonly db: DatabaseService,
+    private readonly ledger: IdempotencyLedger,
+    private readonly answers: GateAnswers,
+    private readonly handler: HandlerExecution,
+    private readonly registry: InFlightRegistry,
+  ) {}
+
+  async run(g: GuardedRequest, next: CallHandler, subscriber: Subscriber<unknown>): Promise<void> {
+    if (this.ledger.shouldReadFirst(g.opts)) {
+      const settled = await this.ledger.lookUpCompleted(g.ledger);
+      if (settled) {
+        this.ledger.observe(g.opts, settled.kind === 'replay');
+        return this.answers.send(g, this.answers.of(g, settled), subscriber);
+      }
+    }
+    let capture: ResponseCapture | undefined;
+    let decision: LedgerDecision | undefined;
+    try {
+      await this.db.inNewTransaction(async () => {
+        decision = await this.ledger.reserve(g.ledger);
+        if (decision.kind !== 'reserved') return;
+        this.answers.reserved(g, decision);
+        g.inFlightTicket = this.registry.enter(g.info.scope, g.info.key);
+        capture = new ResponseCapture(rawResponse(g.res));
+        await this.handler.run(g, decision.reservation, next, subscriber, capture);
+      });
+    } catch (e) {
+      // A replay or conflict wrote nothing: if only the end of its transaction failed (Babelfish
+      // rolls a transaction back itself after a lock time-out), the decision stands.
+      if (!decision || decision.kind === 'reserved')
+        return this.handler.afterFailure(e, g, capture, subscriber);
+    }
+    if (!decision) return;
+    this.ledger.observe(g.opts, decision.kind === 'replay');
+    if (decision.kind !== 'reserved') {
+      const answer = await this.answers.waitOrAnswer(g, this.answers.of(g, decision));
+      if (answer) return this.answers.send(g, answer, subscriber);
+      return this.run(g, next, subscriber);
+    }
+    // Test-only crash point: the business transaction has committed, no byte has left yet.
+    faultPoint('gate.after-commit');
+    if (capture) this.answers.created(g, capture);
+  }
+}

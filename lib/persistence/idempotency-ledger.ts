@@ -1,0 +1,225 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
+import type { ResolvedIdempotencyOptions } from '../idempotency.options';
+import { MetricsService } from '../maintenance/metrics.service';
+import { DatabaseService } from './database.service';
+import type { IdempotencyRow, IdempotencySql, ReserveParams } from './dialects';
+import { ReadFirstPolicy } from './read-first.policy';
+import { toRetryAfterSeconds } from './time';
+
+/** One request's claim on a key, as the ledger needs it (no HTTP in here). */
+export interface LedgerRequest {
+  scope: string;
+  key: string;
+  /** The request's fingerprint (32 bytes). */
+  requestHash: Buffer;
+  mode: 'transactional' | 'leased';
+  /** How long a completed record is replayed, in ms. */
+  ttlMs: number;
+  /** Leased mode: how long the reservation holds the key without renewal, in ms. */
+  leaseMs: number;
+  /** Longest `Retry-After` told to a duplicate of an in-flight request, in seconds. */
+  retryAfterSeconds: number;
+}
+
+/** A reservation we hold: its record and the lease token that proves it is ours. */
+export interface Reservation {
+  id: string;
+  token: string;
+}
+
+/** A completed record's stored answer, still encoded as stored. */
+export interface StoredAnswer {
+  status: number;
+  headers: string | null;
+  body: Buffer | null;
+}
+
+/**
+ * What the ledger decided for a request:
+ * - `reserved`: the key is ours; run the handler (`takenOver` says whose record we replaced);
+ * - `replay`: a completed record of the same request answers;
+ * - `in-progress`: another request with this key is in flight (answer 409 with `retryAfterSeconds`);
+ * - `mismatch`: a completed record of another request holds the key (answer 422).
+ */
+export type LedgerDecision =
+  | { kind: 'reserved'; reservation: Reservation; takenOver?: 'expired' | 'lease-lapsed' }
+  | { kind: 'replay'; answer: StoredAnswer }
+  | { kind: 'in-progress'; retryAfterSeconds: number }
+  | { kind: 'mismatch' };
+
+/** A decision other than `reserved`: what answers a request that does not run. */
+export type SettledDecision = Exclude<LedgerDecision, { kind: 'reserved' }>;
+
+/** Reservation attempts before a key that keeps changing under us counts as in flight. */
+const RESERVE_ATTEMPTS = 3;
+
+/**
+ * The idempotency ledger, as a port that decides: it reserves a key atomically, classifies an
+ * existing record (live, expired, lease lapsed, completed, another request), takes expired
+ * records and lapsed leases over with a compare-and-set, retries when a record vanishes under it,
+ * and owns the read-first policy for replay-heavy subjects. Its callers get domain decisions,
+ * never rows or HTTP errors. Statements come from the database's dialect; they run on the
+ * ambient transaction's executor (transactional mode), or in autocommit where the method says so.
+ * @internal
+ */
+@Injectable()
+export class IdempotencyLedger {
+  private readonly readFirstPolicy = new ReadFirstPolicy();
+
+  constructor(
+    private readonly db: DatabaseService,
+    private readonly metrics: MetricsService,
+    @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
+  ) {}
+
+  private get sql(): IdempotencySql {
+    return this.db.dialect.idempotency;
+  }
+
+  /**
+   * Reserves the key on the current executor (inside the business transaction in transactional
+   * mode, autocommit in leased mode): a new record, an expired one or a lapsed lease taken over,
+   * or the decision an existing record makes.
+   */
+  async reserve(req: LedgerRequest): Promise<LedgerDecision> {
+    const exec = this.db.exec();
+    const params = this.reserveParams(req);
+    for (let attempt = 0; attempt < RESERVE_ATTEMPTS; attempt++) {
+      const started = Date.now();
+      const r = await this.sql.reserve(exec, params);
+      this.metrics.idempotencyStoreLatency.record(Date.now() - started, { op: 'reserve' });
+      if (r.outcome === 'inserted') return reserved(r.id, params.leaseToken);
+      if (r.outcome === 'locked')
+        return { kind: 'in-progress', retryAfterSeconds: req.retryAfterSeconds };
+      const row = r.row ?? (await this.sql.find(exec, req.scope, req.key));
+      if (!row) continue; // deleted between the two statements (cleanup): try again
+      const expired = row.expired;
+      const leaseLapsed = row.state === 'started' && row.leaseRemainingMs <= 0;
+      if (!expired && !leaseLapsed) return settle(req, row);
+      if (await this.sql.takeOver(exec, row.id, row.leaseToken, params))
+        return reserved(row.id, params.leaseToken, expired ? 'expired' : 'lease-lapsed');
+      // Someone else changed the record between our read and our compare-and-set: read again.
+    }
+    return { kind: 'in-progress', retryAfterSeconds: req.retryAfterSeconds };
+  }
+
+  /**
+   * Whether a replay-heavy subject (an endpoint) should first look its key up with one read
+   * outside any transaction (see ReadFirstPolicy). Only where reads never wait for writers.
+   */
+  shouldReadFirst(subject: unknown): boolean {
+    return this.db.dialect.nonBlockingReads && this.readFirstPolicy.readFirst(subject);
+  }
+
+  /** Records whether a subject's request was answered by a settled record. */
+  observe(subject: unknown, answeredByRecord: boolean): void {
+    this.readFirstPolicy.observe(subject, answeredByRecord);
+  }
+
+  /**
+   * One read outside any transaction: a committed, live, completed record answers (its replay,
+   * or a mismatch); anything else (no record, in flight, expired, a failed read) is undefined and
+   * the request goes on to `reserve`, which decides.
+   */
+  async lookUpCompleted(req: LedgerRequest): Promise<SettledDecision | undefined> {
+    let row: IdempotencyRow | undefined;
+    try {
+      const started = Date.now();
+      row = await this.db.withoutTransaction(() =>
+        this.sql.find(this.db.exec(), req.scope, req.key),
+      );
+      this.metrics.idempotencyStoreLatency.record(Date.now() - started, { op: 'lookup' });
+    } catch {
+      return undefined;
+    }
+    if (!row || row.state !== 'completed' || row.expired) return undefined;
+    return settle(req, row);
+  }
+
+  /**
+   * Stores the answer on our reservation (compare-and-set on the lease token) on the current
+   * executor. False when the reservation is no longer ours (taken over, released, completed).
+   */
+  async complete(
+    reservation: Reservation,
+    answer: { status: number; headers: string; body: Buffer | null },
+    opts: { ttlMs: number; sameTransaction?: boolean },
+  ): Promise<boolean> {
+    const started = Date.now();
+    const ok = await this.sql.complete(this.db.exec(), {
+      id: reservation.id,
+      leaseToken: reservation.token,
+      status: answer.status,
+      headers: answer.headers,
+      body: answer.body,
+      ttlMs: Math.floor(opts.ttlMs),
+      sameTransaction: opts.sameTransaction,
+    });
+    this.metrics.idempotencyStoreLatency.record(Date.now() - started, { op: 'complete' });
+    return ok;
+  }
+
+  /** Leased mode, autocommit: extends our lease to `leaseMs` from now; false when no longer ours. */
+  renew(reservation: Reservation, leaseMs: number): Promise<boolean> {
+    return this.db.withoutTransaction(() =>
+      this.sql.renew(this.db.exec(), reservation.id, reservation.token, Math.floor(leaseMs)),
+    );
+  }
+
+  /** Leased mode, autocommit: deletes our started reservation so that a retry runs at once. */
+  release(reservation: Reservation): Promise<void> {
+    return this.db.withoutTransaction(() =>
+      this.sql.release(this.db.exec(), reservation.id, reservation.token),
+    );
+  }
+
+  private reserveParams(req: LedgerRequest): ReserveParams {
+    const leaseMs = Math.floor(req.leaseMs);
+    return {
+      scope: req.scope,
+      key: req.key,
+      requestHash: req.requestHash,
+      leaseToken: randomUUID(),
+      leaseMs,
+      // Leased mode completes in another transaction, mostly within one lease of the reservation:
+      // reserving ttl + leaseMs lets that completion keep the expiry (on PostgreSQL a HOT update,
+      // no index entries), while a record still lives at least ttl after its completion.
+      ttlMs: Math.floor(req.ttlMs) + (req.mode === 'leased' ? leaseMs : 0),
+      lockTimeoutMs: this.options.lockTimeoutMs,
+    };
+  }
+}
+
+const reserved = (
+  id: string,
+  token: string,
+  takenOver?: 'expired' | 'lease-lapsed',
+): LedgerDecision => ({ kind: 'reserved', reservation: { id, token }, takenOver });
+
+/**
+ * What a live record that is not ours decides: in flight → in progress, whatever the payload (in
+ * transactional mode an in-flight record cannot be read at all, so every database and mode
+ * answers the same); then another fingerprint → mismatch; else the replay.
+ */
+export function settle(req: LedgerRequest, row: IdempotencyRow): SettledDecision {
+  if (row.state === 'started') {
+    // Leased mode: a short poll while the first attempt is alive (its lease is renewed every
+    // third of leaseMs), never the whole lease.
+    const retryAfterSeconds = Math.min(
+      toRetryAfterSeconds(row.leaseRemainingMs),
+      req.retryAfterSeconds,
+    );
+    return { kind: 'in-progress', retryAfterSeconds };
+  }
+  if (!row.requestHash.equals(req.requestHash)) return { kind: 'mismatch' };
+  return {
+    kind: 'replay',
+    answer: {
+      status: row.responseStatus ?? 200,
+      headers: row.responseHeaders,
+      body: row.responseBody,
+    },
+  };
+}
