@@ -25,7 +25,11 @@ import { DatabaseService } from '../persistence/database.service';
 import type { IdempotencyRow, ReserveParams } from '../persistence/dialects';
 import { IdempotencyStore } from '../persistence/idempotency.store';
 import { toRetryAfterSeconds } from '../persistence/time';
-import { faultPoint } from '../testing/fault-points';
+import {
+  gateAfterCommit,
+  gateAfterReservationCommit,
+  publishGate,
+} from '../diagnostics/diagnostics.channels';
 import { IDEMPOTENCY_INFO, IdempotencyInfo, keyHashOf } from './idempotency-context';
 import {
   problemAnswer,
@@ -265,7 +269,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       return this.runTransactional(g, next, subscriber);
     }
     // Test-only crash point: the business transaction has committed, no byte has left yet.
-    faultPoint('gate.after-commit');
+    publishGate(gateAfterCommit, g.info);
     capture?.release();
   }
 
@@ -318,7 +322,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const reserved = reservation;
     g.inFlightTicket = this.store.markInFlight(g.info.scope, g.info.key);
     // Test-only crash point: the reservation is committed, the handler has not run.
-    faultPoint('gate.after-reservation-commit');
+    publishGate(gateAfterReservationCommit, g.info);
     this.localLeases.set(`${g.info.scope}\u0000${g.info.key}`, Date.now() + g.opts.leaseMs);
     const capture = new ResponseCapture(rawResponse(g.res));
     const keeper = this.keepLeaseAlive(g, reserved);
@@ -335,7 +339,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       return this.afterFailure(e, g, capture, subscriber);
     }
     // Test-only crash point: the business transaction has committed, no byte has left yet.
-    faultPoint('gate.after-commit');
+    publishGate(gateAfterCommit, g.info);
     capture.release();
   }
 
