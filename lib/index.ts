@@ -6,6 +6,7 @@ export type {
 } from './idempotency-module.interfaces';
 export * from './idempotency.options';
 export { REPLAYED_HEADER } from './idempotency.constants';
+export { DIAGNOSTICS_CHANNELS } from './diagnostics/diagnostics.channels';
 
 // HTTP idempotency gate
 export { Idempotent } from './http/idempotent.decorator';

@@ -1,7 +1,7 @@
-import { Logger, LoggerService } from '@nestjs/common';
+import { Logger, type LoggerService } from '@nestjs/common';
 import type { Subscriber } from 'rxjs';
 import type { IdempotencyEvent, ResolvedIdempotencyOptions } from '../idempotency.options';
-import { MetricsService } from '../maintenance/metrics.service';
+import { type MetricsService } from '../maintenance/metrics.service';
 import type { LedgerDecision, SettledDecision } from '../persistence/idempotency-ledger';
 import type { GuardedRequest } from './guarded-request';
 import { problemAnswer, replayAnswer, ReplayResponse } from './idempotency-exception.filter';
@@ -9,12 +9,12 @@ import {
   inProgress,
   keyReused,
   PROBLEM_TYPES,
-  ProblemException,
+  type ProblemException,
   storedResponseUnreadable,
 } from './idempotency.errors';
 import { requestPath } from './http-platform';
 import type { ResponseCapture } from './response-capture';
-import { decodeSnapshot, ResponseSnapshot } from './response-snapshot';
+import { decodeSnapshot, type ResponseSnapshot } from './response-snapshot';
 
 /** What a request that does not run answers: a stored replay, or a problem. */
 export type GateAnswer =

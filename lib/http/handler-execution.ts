@@ -1,13 +1,13 @@
-import { CallHandler, StreamableFile } from '@nestjs/common';
+import { type CallHandler, StreamableFile } from '@nestjs/common';
 import { Readable } from 'node:stream';
 import type { Subscriber } from 'rxjs';
 import type { ResolvedEndpointOptions, ResolvedIdempotencyOptions } from '../idempotency.options';
-import { MetricsService } from '../maintenance/metrics.service';
+import { type MetricsService } from '../maintenance/metrics.service';
 import { isMisconfiguration } from '../persistence/database-misconfigured';
-import { DatabaseService } from '../persistence/database.service';
+import { type DatabaseService } from '../persistence/database.service';
 import type { IdempotencyLedger, Reservation } from '../persistence/idempotency-ledger';
-import { errorText, GateAnswer, GateAnswers } from './gate-answers';
-import { Abort, GuardedRequest } from './guarded-request';
+import { errorText, type GateAnswer, type GateAnswers } from './gate-answers';
+import { Abort, type GuardedRequest } from './guarded-request';
 import { trackHandlerBody } from './handler-body.tracker';
 import { requestPath } from './http-platform';
 import { problemAnswer, sendProblem } from './idempotency-exception.filter';
@@ -19,8 +19,8 @@ import {
   serviceUnavailable,
 } from './idempotency.errors';
 import { CAPTURE_TIMEOUT } from './idempotency.messages';
-import { CapturedResponse, ResponseCapture } from './response-capture';
-import { encodeSnapshot, ResponseSnapshot, storableHeaders } from './response-snapshot';
+import { type CapturedResponse, type ResponseCapture } from './response-capture';
+import { encodeSnapshot, type ResponseSnapshot, storableHeaders } from './response-snapshot';
 
 const CAPTURE_TIMEOUT_MS = 30_000;
 

@@ -1,14 +1,18 @@
 import type { CallHandler } from '@nestjs/common';
 import type { Subscriber } from 'rxjs';
-import { DatabaseService } from '../persistence/database.service';
+import {
+  gateAfterCommit,
+  gateAfterReservationCommit,
+  publishGate,
+} from '../diagnostics/diagnostics.channels';
+import { type DatabaseService } from '../persistence/database.service';
 import type {
   IdempotencyLedger,
   LedgerDecision,
   Reservation,
 } from '../persistence/idempotency-ledger';
-import { faultPoint } from '../testing/fault-points';
-import { errorText, GateAnswers } from './gate-answers';
-import { Abort, GuardedRequest } from './guarded-request';
+import { errorText, type GateAnswers } from './gate-answers';
+import { Abort, type GuardedRequest } from './guarded-request';
 import type { HandlerExecution } from './handler-execution';
 import { rawResponse } from './http-platform';
 import type { InFlightRegistry } from './in-flight.registry';
@@ -52,8 +56,8 @@ export class LeasedMode {
     this.answers.reserved(g, decision);
     const { reservation } = decision;
     g.inFlightTicket = this.registry.enter(g.info.scope, g.info.key);
-    // Test-only crash point: the reservation is committed, the handler has not run.
-    faultPoint('gate.after-reservation-commit');
+    // Diagnostics channel: the reservation is committed, the handler has not run.
+    publishGate(gateAfterReservationCommit, g.info);
     this.registry.setLease(g.info.scope, g.info.key, Date.now() + g.opts.leaseMs);
     const capture = new ResponseCapture(rawResponse(g.res));
     const keeper = this.keepLeaseAlive(g, reservation);
@@ -69,8 +73,8 @@ export class LeasedMode {
       }
       return this.handler.afterFailure(e, g, capture, subscriber);
     }
-    // Test-only crash point: the business transaction has committed, no byte has left yet.
-    faultPoint('gate.after-commit');
+    // Diagnostics channel: the business transaction has committed, no byte has left yet.
+    publishGate(gateAfterCommit, g.info);
     this.answers.created(g, capture);
   }
 

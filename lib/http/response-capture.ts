@@ -1,5 +1,5 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import { faultPoint, faultPointsEnabled } from '../testing/fault-points';
+import { gateMidResponse } from '../diagnostics/diagnostics.channels';
 
 /** What the framework wrote for a request: status, headers and every body byte. */
 export interface CapturedResponse {
@@ -94,19 +94,22 @@ export class ResponseCapture {
     this.restore();
     const body = Buffer.concat(this.chunks);
     if (this.head) this.raw.writeHead(this.head.status, this.head.headers);
-    if (faultPointsEnabled && body.length > 1) return this.releaseInTwoParts(body);
+    if (gateMidResponse.hasSubscribers && body.length > 1) return this.releaseInTwoParts(body);
     this.raw.end(body, this.endCallback);
   }
 
   /**
-   * Test builds only (`EO_TEST_FAULTS` set): the head and the first half of the body go out and
-   * reach the socket, then the `gate.mid-response` crash point, then the rest: a crash there
-   * leaves the client with a truncated answer.
+   * Only while the `gate.mid-response` diagnostics channel has subscribers: the head and the
+   * first half of the body go out and reach the socket, the channel's message is published, then
+   * the rest goes (a crash test that kills the process there leaves the client with a truncated
+   * answer).
    */
   private releaseInTwoParts(body: Buffer): void {
     const half = Math.floor(body.length / 2);
+    const status = this.head?.status ?? this.raw.statusCode;
     this.raw.write(body.subarray(0, half), () => {
-      faultPoint('gate.mid-response');
+      if (gateMidResponse.hasSubscribers)
+        gateMidResponse.publish({ status, sentBytes: half, totalBytes: body.length });
       this.raw.end(body.subarray(half), this.endCallback);
     });
   }

@@ -1,8 +1,8 @@
 import type { CallHandler } from '@nestjs/common';
 import type { Subscriber } from 'rxjs';
-import { DatabaseService } from '../persistence/database.service';
+import { gateAfterCommit, publishGate } from '../diagnostics/diagnostics.channels';
+import { type DatabaseService } from '../persistence/database.service';
 import type { IdempotencyLedger, LedgerDecision } from '../persistence/idempotency-ledger';
-import { faultPoint } from '../testing/fault-points';
 import type { GateAnswers } from './gate-answers';
 import type { GuardedRequest } from './guarded-request';
 import type { HandlerExecution } from './handler-execution';
@@ -57,8 +57,8 @@ export class TransactionalMode {
       if (answer) return this.answers.send(g, answer, subscriber);
       return this.run(g, next, subscriber);
     }
-    // Test-only crash point: the business transaction has committed, no byte has left yet.
-    faultPoint('gate.after-commit');
+    // Diagnostics channel: the business transaction has committed, no byte has left yet.
+    publishGate(gateAfterCommit, g.info);
     if (capture) this.answers.created(g, capture);
   }
 }

@@ -15,7 +15,7 @@ import { MetricsService } from '../maintenance/metrics.service';
 import { DatabaseService } from '../persistence/database.service';
 import type { OutboxRow, OutboxSql, OutboxTransactionRunner } from '../persistence/dialects';
 import { executorFor, type SqlExecutor } from '../persistence/sql-executor';
-import { faultPoint } from '../testing/fault-points';
+import { outboxAfterPublish } from '../diagnostics/diagnostics.channels';
 import { outboxBackoffMs } from './outbox-backoff';
 import { OUTBOX_HEADERS, OUTBOX_LIMITS } from './outbox.constants';
 import { OutboxPublishTimeoutError } from './outbox.errors';
@@ -166,8 +166,13 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     }
     this.counters.batches++;
     const { outcomes, messages } = await this.publishAll(publisher, rows);
-    faultPoint('relay-after-publish');
     const sent = rows.filter((_, i) => !outcomes[i]);
+    if (outboxAfterPublish.hasSubscribers)
+      outboxAfterPublish.publish({
+        owner,
+        published: sent.length,
+        failed: rows.length - sent.length,
+      });
     if (sent.length) {
       const marked = await this.sql.markSent(
         this.exec,

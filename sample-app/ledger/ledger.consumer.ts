@@ -1,7 +1,7 @@
 import { Controller, Inject } from '@nestjs/common';
 import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { IdempotentConsumer } from '../../lib';
-import { faultPoint } from '../../lib/testing/fault-points';
+import { SAMPLE_CHANNELS } from '../ops/sample.channels';
 import { incomingMessage } from '../messaging/incoming-message';
 import { PAYMENT_CAPTURED, PaymentCapturedEvent } from '../payments/payments.service';
 import { LEDGER_DEMO, LedgerDemoSwitches } from './ledger.config';
@@ -32,8 +32,9 @@ export class LedgerConsumer {
   ): Promise<void> {
     const { id } = incomingMessage(event, context);
     await this.ledger.recordCapture(event, id ?? '');
-    // Test-only crash point (EO_TEST_FAULTS): the entry is written, the inbox transaction not committed.
-    faultPoint('ledger.in-handler');
+    // Diagnostics channel (the fault suite crashes here): entry written, inbox transaction not committed.
+    const inHandler = SAMPLE_CHANNELS.ledgerInHandler;
+    if (inHandler.hasSubscribers) inHandler.publish({ messageId: id });
     await this.misbehave(id ?? '');
   }
 

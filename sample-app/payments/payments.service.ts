@@ -3,7 +3,7 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { randomUUID } from 'node:crypto';
 import { OutboxService } from '../../lib';
-import { faultPoint } from '../../lib/testing/fault-points';
+import { SAMPLE_CHANNELS } from '../ops/sample.channels';
 import type { CreatePaymentDto } from './create-payment.dto';
 import { Payment } from './payment.entity';
 
@@ -57,8 +57,9 @@ export class PaymentsService {
       capturedAt: payment.createdAt.toISOString(),
     };
     await this.outbox.add({ type: PAYMENT_CAPTURED, partitionKey: payment.id, payload: event });
-    // Test-only crash point (EO_TEST_FAULTS): the payment and its event are written, not committed.
-    faultPoint('payments.in-handler');
+    // Diagnostics channel (the fault suite crashes here): payment and event written, not committed.
+    const inHandler = SAMPLE_CHANNELS.paymentsInHandler;
+    if (inHandler.hasSubscribers) inHandler.publish({ paymentId: payment.id });
     if (demo.delayMs > 0) await new Promise((r) => setTimeout(r, demo.delayMs));
     if (demo.failStatus)
       throw new HttpException(`Demo failure (X-Demo-Fail: ${demo.failStatus})`, demo.failStatus);

@@ -9,6 +9,7 @@ import {
 } from '../fixtures/outbox/outbox-fixture';
 import { RABBIT_URL, RabbitCollector } from '../fixtures/outbox/rabbit-collector';
 import { createTestDatabase, databaseKinds, type TestDatabase } from '../support/databases';
+import { faultPreload } from '../support/fault-preload';
 
 const FIXTURES = join(__dirname, '..', 'fixtures', 'outbox');
 
@@ -24,7 +25,12 @@ interface RelayProcess {
 function spawnRelay(env: Record<string, string>): RelayProcess {
   const child = spawn(
     process.execPath,
-    ['-r', join(FIXTURES, 'ts-register.js'), join(FIXTURES, 'relay-process.ts')],
+    [
+      ...faultPreload({ ...process.env, ...env }),
+      '-r',
+      join(FIXTURES, 'ts-register.js'),
+      join(FIXTURES, 'relay-process.ts'),
+    ],
     {
       env: { ...process.env, RABBITMQ_URL: RABBIT_URL, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

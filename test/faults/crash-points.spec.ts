@@ -21,9 +21,10 @@ import { assertInvariants, keyOf, type Scenario } from './support/invariants';
 
 /**
  * Crash points: real sample-app processes (dist/) kill themselves with SIGKILL at a fault point
- * (lib/testing/fault-points.ts, armed only by EO_TEST_FAULTS) while real clients talk to them;
- * the clients retry with their keys as a careful client does (connection error / 5xx / 409:
- * back off, honour Retry-After, try a surviving process), then the invariants are checked.
+ * (a diagnostics channel heard by test/support/crash-on-channel.js, preloaded only when
+ * EO_TEST_FAULTS is set) while real clients talk to them; the clients retry with their keys as a
+ * careful client does (connection error / 5xx / 409: back off, honour Retry-After, try a
+ * surviving process), then the invariants are checked.
  *
  * Each trial is a fresh process killed for real, with a burst of BURST concurrent requests (one
  * key each) in flight; the point fires on a random pass (`point@N`), so the other requests of

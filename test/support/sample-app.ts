@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { createSampleApp } from '../../sample-app/main';
+import { faultPreload } from './fault-preload';
 
 export type Platform = 'express' | 'fastify';
 
@@ -60,7 +61,7 @@ export interface AppProcess {
 export async function spawnSampleApp(env: Record<string, string>): Promise<AppProcess> {
   const port = await freePort();
   const main = join(__dirname, '..', '..', 'dist', 'sample-app', 'main.js');
-  const child = spawn(process.execPath, [main], {
+  const child = spawn(process.execPath, [...faultPreload({ ...process.env, ...env }), main], {
     env: { ...process.env, LOG_LEVEL: 'warn', ...env, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
