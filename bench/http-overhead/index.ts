@@ -119,6 +119,8 @@ interface ScenarioResult {
   statements: Record<string, number>;
   appCpuMs: number;
   dbCpuMs: number;
+  /** PostgreSQL: WAL bytes written during the scenario (cluster-wide: run the bench alone). */
+  walBytes: number;
 }
 
 interface DatabaseResult {
@@ -287,6 +289,7 @@ const suite: BenchSuite = {
             statementsPerRequest: perRequest(s.statements, s.sample),
             appCpuUsPerRequest: round((s.appCpuMs * 1000) / answered(s.sample), 1),
             dbCpuUsPerRequest: round((s.dbCpuMs * 1000) / answered(s.sample), 1),
+            walBytesPerRequest: round(s.walBytes / answered(s.sample), 0),
           })),
         })),
       },
@@ -360,8 +363,20 @@ async function benchDatabase(
       );
       return rows.map((r) => Number(r.pid));
     };
+    const walLsn = async (): Promise<string | undefined> => {
+      if (kind !== 'postgres' || !admin) return undefined;
+      return (await admin.query('SELECT pg_current_wal_lsn()::text AS lsn'))[0].lsn;
+    };
+    const walSince = async (from: string | undefined): Promise<number> => {
+      if (from === undefined) return 0;
+      const rows = await admin!.query('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1) AS d', [
+        from,
+      ]);
+      return Number(rows[0].d);
+    };
     const slice = async (s: Scenario, seconds: number) => {
       const backendsBefore = await pids();
+      const wal0 = await walLsn();
       const dbBefore = new Map(backendsBefore.map((p) => [p, cpuTimeMs([p])]));
       await getJson(`${url}/bench/statements`); // reset the counters
       const app0 = cpuTimeMs([server!.pid]);
@@ -375,10 +390,11 @@ async function benchDatabase(
         expectStatus: [201],
       });
       const app1 = cpuTimeMs([server!.pid]);
+      const walBytes = await walSince(wal0);
       const statements = (await getJson(`${url}/bench/statements`)) as Record<string, number>;
       let dbCpuMs = 0;
       for (const p of await pids()) dbCpuMs += cpuTimeMs([p]) - (dbBefore.get(p) ?? 0);
-      return { sample, statements, appCpuMs: app1 - app0, dbCpuMs };
+      return { sample, statements, appCpuMs: app1 - app0, dbCpuMs, walBytes };
     };
 
     ctx.log(`${kind}: warm-up, ${params.warmupSec} s per scenario`);
@@ -429,6 +445,7 @@ async function benchDatabase(
         statements,
         appCpuMs: runs.reduce((a, r) => a + r.appCpuMs, 0),
         dbCpuMs: runs.reduce((a, r) => a + r.dbCpuMs, 0),
+        walBytes: runs.reduce((a, r) => a + r.walBytes, 0),
       };
     });
     return { kind, version, scenarios: results, machine };
@@ -535,6 +552,7 @@ function figuresTable(r: DatabaseResult, p: Params): BenchTable {
       'stmts/req',
       'app CPU µs/req',
       'DB CPU µs/req',
+      'WAL B/req',
       'CPU ×(a)',
       'non-201',
     ],
@@ -547,6 +565,7 @@ function figuresTable(r: DatabaseResult, p: Params): BenchTable {
       totalStatements(s).toFixed(2),
       ((s.appCpuMs * 1000) / answered(s.sample)).toFixed(0),
       r.kind === 'postgres' ? ((s.dbCpuMs * 1000) / answered(s.sample)).toFixed(0) : '-',
+      r.kind === 'postgres' ? (s.walBytes / answered(s.sample)).toFixed(0) : '-',
       (baseCpu / cpuPerRequest(s)).toFixed(2),
       String(s.sample.failed + s.sample.errors),
     ]),

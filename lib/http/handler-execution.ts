@@ -114,6 +114,19 @@ export class HandlerExecution {
       { status, headers: encoded.headers, body: encoded.body },
       { ttlMs: opts.ttl, sameTransaction: opts.mode === 'transactional' },
     );
+    if (!ok && reservation.deferred) {
+      // Single write: a committed record of this key got there first (it committed after our
+      // claim read the key, before our lock). Roll back and answer what holds the key.
+      this.answers.log('warn', 'raced-committed-record', g);
+      throw new Abort(async () => {
+        const holder = await this.ledger.lookUpCompleted(g.ledger);
+        const answer = this.answers.of(
+          g,
+          holder ?? { kind: 'in-progress', retryAfterSeconds: g.opts.retryAfterSeconds },
+        );
+        this.answers.sendInto(g, answer, capture);
+      });
+    }
     if (!ok) {
       this.metrics.idempotencyCompleteFailures.add(1);
       this.answers.log('warn', 'lease-lost', g);

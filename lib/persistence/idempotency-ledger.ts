@@ -4,7 +4,12 @@ import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options';
 import { MetricsService } from '../maintenance/metrics.service';
 import { DatabaseService } from './database.service';
-import type { IdempotencyRow, IdempotencySql, ReserveParams } from './dialects';
+import type {
+  IdempotencyRow,
+  IdempotencySql,
+  ReserveParams,
+  SingleWriteIdempotencySql,
+} from './dialects';
 import { ReadFirstPolicy } from './read-first.policy';
 import { toRetryAfterSeconds } from './time';
 
@@ -23,10 +28,19 @@ export interface LedgerRequest {
   retryAfterSeconds: number;
 }
 
-/** A reservation we hold: its record and the lease token that proves it is ours. */
+/**
+ * A reservation we hold: its record and the lease token that proves it is ours; or, in the
+ * single-write transactional path, the key's lock and no record yet (`deferred`): the completed
+ * record is written at the end, in one statement.
+ */
 export interface Reservation {
   id: string;
   token: string;
+  deferred?: {
+    request: LedgerRequest;
+    /** The expired record, or the lapsed lease, that the completed record replaces. */
+    replace?: { id: string; expectedToken: string | null };
+  };
 }
 
 /** A completed record's stored answer, still encoded as stored. */
@@ -84,6 +98,8 @@ export class IdempotencyLedger {
    * or the decision an existing record makes.
    */
   async reserve(req: LedgerRequest): Promise<LedgerDecision> {
+    const singleWrite = this.sql.singleWrite;
+    if (req.mode === 'transactional' && singleWrite) return this.claim(req, singleWrite);
     const exec = this.db.exec();
     const params = this.reserveParams(req);
     for (let attempt = 0; attempt < RESERVE_ATTEMPTS; attempt++) {
@@ -103,6 +119,43 @@ export class IdempotencyLedger {
       // Someone else changed the record between our read and our compare-and-set: read again.
     }
     return { kind: 'in-progress', retryAfterSeconds: req.retryAfterSeconds };
+  }
+
+  /**
+   * Transactional mode in one write: the key's transaction-scoped lock and its record in one
+   * statement; nothing is written until `complete`.
+   */
+  private async claim(
+    req: LedgerRequest,
+    singleWrite: SingleWriteIdempotencySql,
+  ): Promise<LedgerDecision> {
+    const started = Date.now();
+    const { locked, row } = await singleWrite.claim(this.db.exec(), {
+      scope: req.scope,
+      key: req.key,
+      lockTimeoutMs: this.options.lockTimeoutMs,
+    });
+    this.metrics.idempotencyStoreLatency.record(Date.now() - started, { op: 'reserve' });
+    if (locked) {
+      // Another transaction holds the key: an uncommitted first execution, a take-over, or a
+      // concurrent replay's transaction. A committed, live record answers for itself.
+      return row && !row.expired
+        ? settle(req, row)
+        : { kind: 'in-progress', retryAfterSeconds: req.retryAfterSeconds };
+    }
+    if (!row)
+      return { kind: 'reserved', reservation: { id: '', token: '', deferred: { request: req } } };
+    const leaseLapsed = row.state === 'started' && row.leaseRemainingMs <= 0;
+    if (!row.expired && !leaseLapsed) return settle(req, row);
+    return {
+      kind: 'reserved',
+      reservation: {
+        id: row.id,
+        token: '',
+        deferred: { request: req, replace: { id: row.id, expectedToken: row.leaseToken } },
+      },
+      takenOver: row.expired ? 'expired' : 'lease-lapsed',
+    };
   }
 
   /**
@@ -140,7 +193,9 @@ export class IdempotencyLedger {
 
   /**
    * Stores the answer on our reservation (compare-and-set on the lease token) on the current
-   * executor. False when the reservation is no longer ours (taken over, released, completed).
+   * executor, or, for a deferred one, writes the completed record. False when the reservation is
+   * no longer ours (taken over, released, completed), or when a committed record of the key got
+   * there first (deferred: the caller rolls back and answers that record).
    */
   async complete(
     reservation: Reservation,
@@ -148,15 +203,27 @@ export class IdempotencyLedger {
     opts: { ttlMs: number; sameTransaction?: boolean },
   ): Promise<boolean> {
     const started = Date.now();
-    const ok = await this.sql.complete(this.db.exec(), {
-      id: reservation.id,
-      leaseToken: reservation.token,
-      status: answer.status,
-      headers: answer.headers,
-      body: answer.body,
-      ttlMs: Math.floor(opts.ttlMs),
-      sameTransaction: opts.sameTransaction,
-    });
+    const deferred = reservation.deferred;
+    const ok = deferred
+      ? await this.sql.singleWrite!.insertCompleted(this.db.exec(), {
+          scope: deferred.request.scope,
+          key: deferred.request.key,
+          requestHash: deferred.request.requestHash,
+          status: answer.status,
+          headers: answer.headers,
+          body: answer.body,
+          ttlMs: Math.floor(opts.ttlMs),
+          replace: deferred.replace,
+        })
+      : await this.sql.complete(this.db.exec(), {
+          id: reservation.id,
+          leaseToken: reservation.token,
+          status: answer.status,
+          headers: answer.headers,
+          body: answer.body,
+          ttlMs: Math.floor(opts.ttlMs),
+          sameTransaction: opts.sameTransaction,
+        });
     this.metrics.idempotencyStoreLatency.record(Date.now() - started, { op: 'complete' });
     return ok;
   }

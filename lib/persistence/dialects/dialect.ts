@@ -58,6 +58,11 @@ export interface CompleteParams {
 
 /** Every idempotency-ledger statement a dialect must provide. */
 export interface IdempotencySql {
+  /**
+   * Present where the transactional mode writes its record once (PostgreSQL, SQLite); absent
+   * where it reserves first and completes at the end (SQL Server, MySQL/MariaDB).
+   */
+  singleWrite?: SingleWriteIdempotencySql;
   /** Atomic reservation: insert guarded by the unique (scope, key) index, with a short lock wait. */
   reserve(exec: SqlExecutor, p: ReserveParams): Promise<ReserveOutcome>;
   find(exec: SqlExecutor, scope: string, key: string): Promise<IdempotencyRow | undefined>;
@@ -80,6 +85,46 @@ export interface IdempotencySql {
   release(exec: SqlExecutor, id: string, leaseToken: string): Promise<void>;
   /** Removes one record by scope and key (admin eviction). */
   evict(exec: SqlExecutor, scope: string, key: string): Promise<number>;
+}
+
+/** What `claim` found: whether another transaction holds the key's lock, and the key's record. */
+export interface ClaimOutcome {
+  /** Another transaction holds the key (an uncommitted request with this key is in flight). */
+  locked: boolean;
+  /** The key's committed record, when there is one (read in the same statement as the lock). */
+  row?: IdempotencyRow;
+}
+
+/** A completed record written in one statement at the end of the transaction. */
+export interface InsertCompletedParams {
+  scope: string;
+  key: string;
+  requestHash: Buffer;
+  status: number;
+  headers: string;
+  body: Buffer | null;
+  ttlMs: number;
+  /**
+   * Replace this expired record, or this started one whose lease (held by `expectedToken`) has
+   * lapsed, instead of inserting (compare-and-set, like `takeOver`).
+   */
+  replace?: { id: string; expectedToken: string | null };
+}
+
+/**
+ * Transactional mode in ONE write per first execution, on databases with a lock on a key that
+ * lasts until the transaction ends: `claim` takes that lock without waiting and reads the key's
+ * record in the same statement (no row is written), and `insertCompleted` writes the completed
+ * record once, at the end, in the same transaction as the handler's writes. A committed record
+ * that raced the lock (committed after the claim's snapshot, before its lock) makes
+ * `insertCompleted` return false: the caller rolls back and answers that record.
+ */
+export interface SingleWriteIdempotencySql {
+  claim(
+    exec: SqlExecutor,
+    p: { scope: string; key: string; lockTimeoutMs: number },
+  ): Promise<ClaimOutcome>;
+  insertCompleted(exec: SqlExecutor, p: InsertCompletedParams): Promise<boolean>;
 }
 
 /** State of an inbox record: handled and committed, failed but retryable, or given up after `maxAttempts`. */

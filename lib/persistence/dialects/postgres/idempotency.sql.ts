@@ -15,7 +15,62 @@ export function postgresIdempotencySql(t: QuotedTables): IdempotencySql {
      (expires_at <= statement_timestamp()) AS expired,
      CASE WHEN locked_until IS NULL THEN 0
           ELSE GREATEST(0, CEIL(EXTRACT(EPOCH FROM (locked_until - statement_timestamp())) * 1000))::bigint END AS lease_remaining_ms`;
+  const lockKey = `hashtextextended($1 || chr(31) || $2, 7340)`;
   return {
+    singleWrite: {
+      async claim(exec, p) {
+        // The key's transaction-scoped advisory lock (the same lock the reservation statement
+        // takes, so both paths exclude each other) and the key's record, in one statement, with
+        // no row written. The record is read with the statement's snapshot: one committed after
+        // it but before our lock is not seen, and insertCompleted's unique index catches it.
+        const { rows } = await exec(
+          `SELECT pg_try_advisory_xact_lock(${lockKey}) AS ok, r.*
+             FROM (SELECT 1) AS one
+             LEFT JOIN (SELECT ${rowColumns} FROM ${T} WHERE scope = $1 AND idempotency_key = $2) AS r ON true`,
+          [p.scope, p.key],
+          { prepare: true },
+        );
+        const r = rows[0];
+        const row = r && r.id !== null && r.id !== undefined ? mapIdempotencyRow(r) : undefined;
+        return { locked: r?.ok === false, row };
+      },
+      async insertCompleted(exec, p) {
+        if (p.replace) {
+          const { rows } = await exec(
+            `UPDATE ${T}
+                SET request_hash = $2, state = 'completed', response_status = $3, response_headers = $4,
+                    response_body = $5, lease_token = NULL, locked_until = NULL,
+                    created_at = statement_timestamp(), completed_at = statement_timestamp(),
+                    expires_at = ${ms('$6')}
+              WHERE id = $1
+                AND (expires_at <= statement_timestamp()
+                     OR (state = 'started' AND locked_until <= statement_timestamp() AND lease_token IS NOT DISTINCT FROM $7))
+              RETURNING id`,
+            [
+              p.replace.id,
+              p.requestHash,
+              p.status,
+              p.headers,
+              p.body,
+              p.ttlMs,
+              p.replace.expectedToken,
+            ],
+            { prepare: true },
+          );
+          return rows.length === 1;
+        }
+        const { rows } = await exec(
+          `INSERT INTO ${T} (scope, idempotency_key, request_hash, state, response_status, response_headers,
+                             response_body, created_at, completed_at, expires_at)
+           VALUES ($1, $2, $3, 'completed', $4, $5, $6, statement_timestamp(), statement_timestamp(), ${ms('$7')})
+           ON CONFLICT (scope, idempotency_key) DO NOTHING
+           RETURNING id`,
+          [p.scope, p.key, p.requestHash, p.status, p.headers, p.body, p.ttlMs],
+          { prepare: true },
+        );
+        return rows.length === 1;
+      },
+    },
     async reserve(exec, p) {
       // When the key exists, the record comes back in the same statement (a replay is one round
       // trip). NOT EXISTS keeps a replay from even attempting the insert: a speculative insertion
@@ -23,7 +78,7 @@ export function postgresIdempotencySql(t: QuotedTables): IdempotencySql {
       // at commit like a write; it is read with the statement's snapshot, so a record committed after that
       // snapshot is not there and the caller reads it with find().
       const { rows } = await exec(
-        `WITH lk AS (SELECT pg_try_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 7340)) AS ok),
+        `WITH lk AS (SELECT pg_try_advisory_xact_lock(${lockKey}) AS ok),
          ins AS (
            INSERT INTO ${T} (scope, idempotency_key, request_hash, state, lease_token, locked_until, created_at, expires_at)
            SELECT $1, $2, $3, 'started', $4, ${ms('$5')}, statement_timestamp(), ${ms('$6')}
