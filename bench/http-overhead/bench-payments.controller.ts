@@ -54,10 +54,39 @@ export class BenchPaymentsController {
   ) {
     return this.txHost.withTransaction(async () => {
       const exec = this.db.exec();
+      const sql = this.db.dialect.idempotency;
+      const scope = 'bench|floor';
+      const k = key ?? randomUUID();
+      const answer = (body: { id: string }) => {
+        const encoded = encodeSnapshot({
+          status: 201,
+          headers: [
+            ['content-type', 'application/json; charset=utf-8'],
+            ['location', `/payments/${body.id}`],
+          ],
+          body: Buffer.from(JSON.stringify(body)),
+        });
+        return { status: 201, headers: encoded.headers, body: encoded.body, ttlMs: DAY_MS };
+      };
+      // The ledger statements the gate issues for a first execution on this database: the single
+      // write (claim, then insert the completed record) where the dialect has it, else reserve
+      // then complete.
+      if (sql.singleWrite) {
+        const claimed = await sql.singleWrite.claim(exec, { scope, key: k, lockTimeoutMs: 1000 });
+        if (claimed.locked || claimed.row) throw new ConflictException('floor: key already used');
+        const body = await this.create(dto, res);
+        await sql.singleWrite.insertCompleted(exec, {
+          scope,
+          key: k,
+          requestHash: FLOOR_HASH,
+          ...answer(body),
+        });
+        return body;
+      }
       const leaseToken = randomUUID();
-      const reserved = await this.db.dialect.idempotency.reserve(exec, {
-        scope: 'bench|floor',
-        key: key ?? randomUUID(),
+      const reserved = await sql.reserve(exec, {
+        scope,
+        key: k,
         requestHash: FLOOR_HASH,
         leaseToken,
         leaseMs: 60_000,
@@ -66,22 +95,11 @@ export class BenchPaymentsController {
       });
       if (reserved.outcome !== 'inserted') throw new ConflictException('floor: key already used');
       const body = await this.create(dto, res);
-      const encoded = encodeSnapshot({
-        status: 201,
-        headers: [
-          ['content-type', 'application/json; charset=utf-8'],
-          ['location', `/payments/${body.id}`],
-        ],
-        body: Buffer.from(JSON.stringify(body)),
-      });
-      await this.db.dialect.idempotency.complete(exec, {
+      await sql.complete(exec, {
         id: reserved.id,
         leaseToken,
-        status: 201,
-        headers: encoded.headers,
-        body: encoded.body,
-        ttlMs: DAY_MS,
         sameTransaction: true,
+        ...answer(body),
       });
       return body;
     });

@@ -22,6 +22,21 @@ export function deriveKey(info: IdempotencyInfo, purpose = 'default'): string {
     .digest('hex');
 }
 
+/**
+ * The gate's IdempotencyInfo for a request. `keyHash` is computed on first use only: most requests
+ * log nothing and call no hook, and a SHA-256 per request is wasted work on the hot path.
+ */
+export function idempotencyInfo(key: string, scope: string): IdempotencyInfo {
+  let hash: string | undefined;
+  return {
+    key,
+    scope,
+    get keyHash() {
+      return (hash ??= keyHashOf(scope, key));
+    },
+  };
+}
+
 /** A short hash of scope and key, the only form in which keys appear in logs. */
 export function keyHashOf(scope: string, key: string): string {
   return createHash('sha256').update(`${scope}\u0000${key}`).digest('hex').slice(0, 16);

@@ -24,7 +24,7 @@ import {
   requestPath,
   routeTemplate,
 } from './http-platform';
-import { IDEMPOTENCY_INFO, IdempotencyInfo, keyHashOf } from './idempotency-context';
+import { IDEMPOTENCY_INFO, idempotencyInfo } from './idempotency-context';
 import type { ReplayHeaders } from './idempotency-exception.filter';
 import { invalidKey, missingKey } from './idempotency.errors';
 import { checkIdempotencyKey, parseIdempotencyKey } from './idempotency-key.parser';
@@ -79,7 +79,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const path = this.getResource(req, context);
     const method = String(req.method).toUpperCase();
     const scope = buildScope(this.getTenant(req), this.getPrincipal(req), method, path);
-    const info: IdempotencyInfo = { key, scope, keyHash: keyHashOf(scope, key) };
+    const info = idempotencyInfo(key, scope);
     req[IDEMPOTENCY_INFO] = info;
     const guarded: GuardedRequest = {
       opts,
