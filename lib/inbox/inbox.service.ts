@@ -13,7 +13,7 @@ import { QueryRunnerAlreadyReleasedError } from 'typeorm';
 import { DatabaseService } from '../persistence/database.service';
 import { ReadFirstPolicy } from '../persistence/read-first.policy';
 import type { InboxClaim, InboxRow, InboxSql } from '../persistence/dialects';
-import { settledClaim } from '../persistence/dialects/dialect';
+import { settledClaim } from '../persistence/dialects';
 import { InboxMessageFailedError } from './inbox.errors';
 import type { InboxProcessOptions, InboxResult } from './inbox.interfaces';
 import {

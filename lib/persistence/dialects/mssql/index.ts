@@ -1,4 +1,5 @@
 import type { Dialect, TableNaming } from '../dialect';
+import { quoteMssql } from './mssql.helpers';
 import { quotedTables, tableRefs } from '../dialect';
 import { mssqlCleanupSql } from './cleanup.sql';
 import { mssqlHealthSql } from './health.sql';
@@ -7,8 +8,6 @@ import { mssqlIdempotencySql } from './idempotency.sql';
 import { mssqlInboxSql } from './inbox.sql';
 import { mssqlOutboxSql } from './outbox.sql';
 import { mssqlSchema } from './schema.sql';
-
-export const quoteMssql = (id: string) => `[${id.replace(/]/g, ']]')}]`;
 
 export function createMssqlDialect(naming: TableNaming): Dialect {
   const ref = tableRefs(naming, quoteMssql);

@@ -1,6 +1,9 @@
+import type { OutboxSql } from '../contracts/outbox.contract';
 import type { QuotedTables } from '../dialect';
-import type { OutboxSql } from '../outbox-sql.interface';
-import { bySeq, chunks, mapOutboxRow, OUTBOX_COLUMNS, statusCounts } from '../outbox-sql.interface';
+import { orderedClause } from '../portable/outbox.sql';
+import { chunks, marks as placeholders } from '../portable/sql-style';
+import { bySeq, mapOutboxRow, OUTBOX_COLUMNS, statusCounts } from '../row-mappers';
+import { dateAddMs, MSSQL_STYLE, rowcount } from './mssql.helpers';
 
 /**
  * SQL Server (and Babelfish) outbox. Times on the database clock (SYSUTCDATETIME(), DATETIME2(3)).
@@ -29,12 +32,8 @@ import { bySeq, chunks, mapOutboxRow, OUTBOX_COLUMNS, statusCounts } from '../ou
  */
 export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
   const T = t.outbox;
-  // DATEADD takes an INT: milliseconds overflow after ~24.8 days, so split into seconds + ms.
-  const plus = (p: string, base: string) =>
-    `DATEADD(millisecond, CAST(${p} % 1000 AS INT), DATEADD(second, CAST(${p} / 1000 AS INT), ${base}))`;
-  const marks = (from: number, n: number) =>
-    Array.from({ length: n }, (_, i) => `@${from + i}`).join(', ');
-  const rowcount = (rows: any[]) => Number(rows[0]?.n ?? 0);
+  const plus = (p: string, base: string) => dateAddMs(p, base);
+  const marks = (from: number, n: number) => placeholders(MSSQL_STYLE, from, n);
   const claimedTable = `DECLARE @claimed TABLE (
       seq BIGINT NOT NULL, id VARCHAR(128) NOT NULL, type VARCHAR(255) NOT NULL, payload NVARCHAR(MAX) NOT NULL,
       headers NVARCHAR(MAX) NULL, partition_key NVARCHAR(255) NULL, status VARCHAR(16) NOT NULL, attempts INT NOT NULL,
@@ -62,11 +61,7 @@ export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
       }
     },
     async claim(exec, _inTransaction, p) {
-      const ordered = p.ordered
-        ? `AND (c.partition_key IS NULL OR NOT EXISTS (
-                 SELECT 1 FROM ${T} AS o
-                  WHERE o.partition_key = c.partition_key AND o.status = 'pending' AND o.seq < c.seq))`
-        : '';
+      const ordered = orderedClause(T, p.ordered);
       const { rows } = await exec(
         `SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
          DECLARE @now DATETIME2(3) = SYSUTCDATETIME();

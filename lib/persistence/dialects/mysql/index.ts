@@ -1,14 +1,13 @@
 import type { Dialect, TableNaming } from '../dialect';
+import { quoteMysql } from './mysql.helpers';
 import { quotedTables, tableRefs } from '../dialect';
 import { mysqlCleanupSql } from './cleanup.sql';
-import { mysqlHealthSql } from './health.sql';
+import { portableHealthSql } from '../portable/health.sql';
 import { mysqlConditionalSql } from './conditional.sql';
 import { mysqlIdempotencySql } from './idempotency.sql';
 import { mysqlInboxSql } from './inbox.sql';
 import { mysqlOutboxSql } from './outbox.sql';
 import { mysqlSchema } from './schema.sql';
-
-export const quoteMysql = (id: string) => `\`${id.replace(/`/g, '``')}\``;
 
 export function createMysqlDialect(naming: TableNaming, isMariaDb: boolean): Dialect {
   const ref = tableRefs(naming, quoteMysql);
@@ -23,7 +22,10 @@ export function createMysqlDialect(naming: TableNaming, isMariaDb: boolean): Dia
     inbox: mysqlInboxSql(tables),
     schema: mysqlSchema(ref),
     cleanup: mysqlCleanupSql(tables),
-    health: mysqlHealthSql(tables),
+    health: portableHealthSql(
+      tables.outbox,
+      (c) => `TIMESTAMPDIFF(MICROSECOND, ${c}, UTC_TIMESTAMP(3)) DIV 1000`,
+    ),
     outbox: mysqlOutboxSql(tables),
   };
 }

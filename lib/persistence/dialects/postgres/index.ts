@@ -1,14 +1,13 @@
 import type { Dialect, TableNaming } from '../dialect';
+import { quotePostgres } from './postgres.helpers';
 import { quotedTables, tableRefs } from '../dialect';
 import { postgresCleanupSql } from './cleanup.sql';
-import { postgresHealthSql } from './health.sql';
+import { portableHealthSql } from '../portable/health.sql';
 import { postgresConditionalSql } from './conditional.sql';
 import { postgresIdempotencySql } from './idempotency.sql';
 import { postgresInboxSql } from './inbox.sql';
 import { postgresOutboxSql } from './outbox.sql';
 import { postgresSchema } from './schema.sql';
-
-export const quotePostgres = (id: string) => `"${id.replace(/"/g, '""')}"`;
 
 export function createPostgresDialect(naming: TableNaming): Dialect {
   const ref = tableRefs(naming, quotePostgres);
@@ -23,7 +22,10 @@ export function createPostgresDialect(naming: TableNaming): Dialect {
     inbox: postgresInboxSql(tables),
     schema: postgresSchema(ref),
     cleanup: postgresCleanupSql(tables),
-    health: postgresHealthSql(tables),
+    health: portableHealthSql(
+      tables.outbox,
+      (c) => `CEIL(EXTRACT(EPOCH FROM (statement_timestamp() - ${c})) * 1000)::bigint`,
+    ),
     outbox: postgresOutboxSql(tables),
   };
 }
