@@ -1,7 +1,7 @@
 import type { OutboxSql } from '../contracts/outbox.contract';
 import type { QuotedTables } from '../dialect';
 import { orderedClause } from '../portable/outbox.sql';
-import { chunks, marks as placeholders } from '../portable/sql-style';
+import { chunks, marks as placeholders, sumPerChunk } from '../portable/sql-style';
 import { bySeq, mapOutboxRow, OUTBOX_COLUMNS, statusCounts } from '../row-mappers';
 import { dateAddMs, MSSQL_STYLE, rowcount } from './mssql.helpers';
 
@@ -81,18 +81,16 @@ export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
       );
       return rows.map(mapOutboxRow).sort(bySeq);
     },
-    async markSent(exec, seqs, owner) {
-      let n = 0;
-      for (const part of chunks(seqs, 1000)) {
+    markSent(exec, seqs, owner) {
+      return sumPerChunk(seqs, 1000, async (part) => {
         const { rows } = await exec(
           `UPDATE ${T} SET status = 'sent', sent_at = SYSUTCDATETIME(), locked_until = NULL
             WHERE seq IN (${marks(1, part.length)}) AND lease_owner = @0 AND status = 'pending';
            SELECT @@ROWCOUNT AS n;`,
           [owner, ...part],
         );
-        n += rowcount(rows);
-      }
-      return n;
+        return rowcount(rows);
+      });
     },
     async markFailed(exec, p) {
       const { rows } = await exec(
@@ -106,18 +104,16 @@ export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
       );
       return rowcount(rows) === 1;
     },
-    async release(exec, seqs, owner) {
-      let n = 0;
-      for (const part of chunks(seqs, 1000)) {
+    release(exec, seqs, owner) {
+      return sumPerChunk(seqs, 1000, async (part) => {
         const { rows } = await exec(
           `UPDATE ${T} SET lease_owner = NULL, locked_until = NULL
             WHERE seq IN (${marks(1, part.length)}) AND lease_owner = @0 AND status = 'pending';
            SELECT @@ROWCOUNT AS n;`,
           [owner, ...part],
         );
-        n += rowcount(rows);
-      }
-      return n;
+        return rowcount(rows);
+      });
     },
     async list(exec, p) {
       const where: string[] = [];
@@ -148,9 +144,8 @@ export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
       }
       return out.sort(bySeq);
     },
-    async requeue(exec, ids) {
-      let n = 0;
-      for (const part of chunks(ids, 1000)) {
+    requeue(exec, ids) {
+      return sumPerChunk(ids, 1000, async (part) => {
         const { rows } = await exec(
           `UPDATE ${T}
               SET status = 'pending', attempts = 0, next_attempt_at = SYSUTCDATETIME(), lease_owner = NULL,
@@ -159,21 +154,18 @@ export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
            SELECT @@ROWCOUNT AS n;`,
           [...part],
         );
-        n += rowcount(rows);
-      }
-      return n;
+        return rowcount(rows);
+      });
     },
-    async purgeDead(exec, ids) {
-      let n = 0;
-      for (const part of chunks(ids, 1000)) {
+    purgeDead(exec, ids) {
+      return sumPerChunk(ids, 1000, async (part) => {
         const { rows } = await exec(
           `DELETE FROM ${T} WHERE id IN (${marks(0, part.length)}) AND status = 'dead';
            SELECT @@ROWCOUNT AS n;`,
           [...part],
         );
-        n += rowcount(rows);
-      }
-      return n;
+        return rowcount(rows);
+      });
     },
     async countByStatus(exec) {
       const { rows } = await exec(`SELECT status, COUNT_BIG(*) AS n FROM ${T} GROUP BY status`);

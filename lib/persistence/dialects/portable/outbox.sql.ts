@@ -1,6 +1,6 @@
 import type { OutboxSql } from '../contracts/outbox.contract';
 import { bySeq, mapOutboxRow, OUTBOX_COLUMNS, statusCounts } from '../row-mappers';
-import { chunks, marks, type SqlStyle } from './sql-style';
+import { chunks, marks, type SqlStyle, sumPerChunk } from './sql-style';
 
 /**
  * The claim's ordering clause (per partition key), the same on every database: a candidate `c`
@@ -36,15 +36,6 @@ type PortableOutbox = Omit<OutboxSql, 'claim'>;
 export function portableOutboxSql(T: string, o: PortableOutboxOptions): PortableOutbox {
   const { style, now } = o;
   const mark = style.mark;
-  /** Runs one statement per chunk of `items` and adds up the counts. */
-  const perChunk = async (
-    items: readonly unknown[],
-    run: (part: unknown[], n: number) => Promise<number>,
-  ) => {
-    let n = 0;
-    for (const part of chunks(items, o.chunk)) n += await run(part, part.length);
-    return n;
-  };
   return {
     async insert(exec, rows) {
       for (const part of chunks(rows, o.chunk)) {
@@ -62,11 +53,12 @@ export function portableOutboxSql(T: string, o: PortableOutboxOptions): Portable
       }
     },
     markSent(exec, seqs, owner) {
-      return perChunk(seqs, async (part, n) => {
+      return sumPerChunk(seqs, o.chunk, async (part) => {
+        const n = part.length;
         const { affected } = await exec(
           `UPDATE ${T} SET status = 'sent', sent_at = ${now}, locked_until = NULL
             WHERE seq IN (${marks(style, 0, n)}) AND lease_owner = ${mark(n)} AND status = 'pending'`,
-          [...part.map((s) => o.seq(s as string)), owner],
+          [...part.map(o.seq), owner],
         );
         return affected;
       });
@@ -83,11 +75,12 @@ export function portableOutboxSql(T: string, o: PortableOutboxOptions): Portable
       return affected === 1;
     },
     release(exec, seqs, owner) {
-      return perChunk(seqs, async (part, n) => {
+      return sumPerChunk(seqs, o.chunk, async (part) => {
+        const n = part.length;
         const { affected } = await exec(
           `UPDATE ${T} SET lease_owner = NULL, locked_until = NULL
             WHERE seq IN (${marks(style, 0, n)}) AND lease_owner = ${mark(n)} AND status = 'pending'`,
-          [...part.map((s) => o.seq(s as string)), owner],
+          [...part.map(o.seq), owner],
         );
         return affected;
       });
@@ -119,7 +112,8 @@ export function portableOutboxSql(T: string, o: PortableOutboxOptions): Portable
       return out.sort(bySeq);
     },
     requeue(exec, ids) {
-      return perChunk(ids, async (part, n) => {
+      return sumPerChunk(ids, o.chunk, async (part) => {
+        const n = part.length;
         const { affected } = await exec(
           `UPDATE ${T}
               SET status = 'pending', attempts = 0, next_attempt_at = ${now}, lease_owner = NULL, locked_until = NULL, sent_at = NULL
@@ -130,7 +124,8 @@ export function portableOutboxSql(T: string, o: PortableOutboxOptions): Portable
       });
     },
     purgeDead(exec, ids) {
-      return perChunk(ids, async (part, n) => {
+      return sumPerChunk(ids, o.chunk, async (part) => {
+        const n = part.length;
         const { affected } = await exec(
           `DELETE FROM ${T} WHERE id IN (${marks(style, 0, n)}) AND status = 'dead'`,
           part,

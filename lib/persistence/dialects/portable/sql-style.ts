@@ -31,3 +31,14 @@ export function chunks<T>(items: readonly T[], size: number): T[][] {
   for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
   return out;
 }
+
+/** Runs one statement per chunk of `items` (at most `size`) and adds up the counts they return. */
+export async function sumPerChunk<T>(
+  items: readonly T[],
+  size: number,
+  run: (part: T[]) => Promise<number>,
+): Promise<number> {
+  let n = 0;
+  for (const part of chunks(items, size)) n += await run(part);
+  return n;
+}
