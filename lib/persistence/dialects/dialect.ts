@@ -152,6 +152,25 @@ export function quotedTables(ref: TableRef): QuotedTables {
   };
 }
 
+/** The facets of a dialect, built for its quoted table names. */
+export type DialectFacets = Omit<Dialect, 'name' | 'singleWriter' | 'nonBlockingReads' | 'tables'>;
+
+/** What makes one database family: its traits, its quoting rule, and its facets. */
+export interface DialectFamily extends Pick<Dialect, 'name' | 'singleWriter' | 'nonBlockingReads'> {
+  quote(id: string): string;
+  /** False where tables are named bare (SQLite has no schemas). */
+  useSchema?: boolean;
+  facets(tables: QuotedTables, ref: TableRef): DialectFacets;
+}
+
+/** Builds a family's dialect for the configured table names. */
+export function assembleDialect(naming: TableNaming, family: DialectFamily): Dialect {
+  const ref = tableRefs(naming, family.quote, family.useSchema ?? true);
+  const tables = quotedTables(ref);
+  const { name, singleWriter, nonBlockingReads } = family;
+  return { name, singleWriter, nonBlockingReads, tables, ...family.facets(tables, ref) };
+}
+
 export function mapIdempotencyRow(r: any): IdempotencyRow {
   return {
     id: str(r.id),

@@ -1,31 +1,31 @@
 import type { Dialect, TableNaming } from '../dialect';
-import { quotePostgres } from './postgres.helpers';
-import { quotedTables, tableRefs } from '../dialect';
-import { postgresCleanupSql } from './cleanup.sql';
+import { assembleDialect } from '../dialect';
 import { portableHealthSql } from '../portable/health.sql';
+import { postgresCleanupSql } from './cleanup.sql';
 import { postgresConditionalSql } from './conditional.sql';
 import { postgresIdempotencySql } from './idempotency.sql';
 import { postgresInboxSql } from './inbox.sql';
 import { postgresOutboxSql } from './outbox.sql';
+import { quotePostgres } from './postgres.helpers';
 import { postgresSchema } from './schema.sql';
 
 export function createPostgresDialect(naming: TableNaming): Dialect {
-  const ref = tableRefs(naming, quotePostgres);
-  const tables = quotedTables(ref);
-  return {
+  return assembleDialect(naming, {
     name: 'postgres',
+    quote: quotePostgres,
     singleWriter: false,
     nonBlockingReads: true,
-    tables,
-    idempotency: postgresIdempotencySql(tables),
-    conditional: postgresConditionalSql(),
-    inbox: postgresInboxSql(tables),
-    schema: postgresSchema(ref),
-    cleanup: postgresCleanupSql(tables),
-    health: portableHealthSql(
-      tables.outbox,
-      (c) => `CEIL(EXTRACT(EPOCH FROM (statement_timestamp() - ${c})) * 1000)::bigint`,
-    ),
-    outbox: postgresOutboxSql(tables),
-  };
+    facets: (tables, ref) => ({
+      idempotency: postgresIdempotencySql(tables),
+      conditional: postgresConditionalSql(),
+      inbox: postgresInboxSql(tables),
+      schema: postgresSchema(ref),
+      cleanup: postgresCleanupSql(tables),
+      health: portableHealthSql(
+        tables.outbox,
+        (c) => `CEIL(EXTRACT(EPOCH FROM (statement_timestamp() - ${c})) * 1000)::bigint`,
+      ),
+      outbox: postgresOutboxSql(tables),
+    }),
+  });
 }
