@@ -26,6 +26,10 @@ import { OutboxPublisherCheck } from './outbox/outbox-publisher.check';
 import { OutboxRelay } from './outbox/outbox-relay.service';
 import { OutboxService } from './outbox/outbox.service';
 import { OutboxWakeSignal } from './outbox/outbox-wake.signal';
+import { ConditionalStore } from './conditional/conditional.store';
+import { InboxStore } from './inbox/inbox.store';
+import { MaintenanceStore } from './maintenance/maintenance.store';
+import { OutboxStore } from './outbox/outbox.store';
 import { DatabaseService } from './persistence/database.service';
 import { IdempotencyLedger } from './persistence/idempotency-ledger';
 
@@ -52,6 +56,11 @@ const FEATURE_PROVIDERS: Provider[] = [
   OutboxRelay,
   OutboxAdminService,
   OutboxPublisherCheck,
+  // Each feature's way to SQL (internal).
+  OutboxStore,
+  InboxStore,
+  MaintenanceStore,
+  ConditionalStore,
 ];
 
 const EXPORTS = [

@@ -12,6 +12,7 @@ import {
 import { IDEMPOTENCY_OPTIONS } from '../../lib/idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../../lib/idempotency.options';
 import { DatabaseService } from '../../lib/persistence/database.service';
+import { MaintenanceStore } from '../../lib/maintenance/maintenance.store';
 import { databaseOptionsFromUrl } from '../../sample-app/config/database.config';
 import { CreatePayments1763700001000 } from '../../sample-app/migrations/1763700001000-create-payments';
 import { Payment } from '../../sample-app/payments/payment.entity';
@@ -64,7 +65,7 @@ export class CleanupBenchModule {
             dbs: DatabaseService,
             metrics: MetricsService,
             options: ResolvedIdempotencyOptions,
-          ) => new TimedCleanupService(dbs, metrics, options),
+          ) => new TimedCleanupService(new MaintenanceStore(dbs), metrics, options),
           inject: [DatabaseService, MetricsService, IDEMPOTENCY_OPTIONS],
         },
       ],

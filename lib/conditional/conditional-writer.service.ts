@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { Propagation } from '@nestjs-cls/transactional';
 import type { EntityTarget, FindOptionsWhere, ObjectLiteral } from 'typeorm';
 import type { ColumnMetadata } from 'typeorm/metadata/ColumnMetadata';
 import { DatabaseService } from '../persistence/database.service';
+import { ConditionalStore } from './conditional.store';
 import type { ColumnValue, VersionValue } from '../persistence/dialects';
 import { currentConditionalState } from './conditional-context';
 import { invalidPreconditionHeader, preconditionFailed } from './conditional.errors';
@@ -54,7 +54,10 @@ const FAILED = {
  */
 @Injectable()
 export class ConditionalWriter {
-  constructor(private readonly db: DatabaseService) {}
+  constructor(
+    private readonly db: DatabaseService,
+    private readonly store: ConditionalStore,
+  ) {}
 
   /** Loads a row and records its ETag as the answer's (for `@ConditionalRead()` handlers). */
   async find<T extends ObjectLiteral>(
@@ -93,8 +96,6 @@ export class ConditionalWriter {
     const pre = this.forWrite(preconditions);
     const key = this.keyValues(e, id);
     return this.inTransaction(async () => {
-      const exec = this.db.exec();
-      const sql = this.db.dialect.conditional;
       const insertValues = (): ColumnValue[] => [
         ...e.keys.map((c, i): ColumnValue => [c.databaseName, this.prepare(c, key[i])]),
         ...this.columnValues(e.writableColumns(values, 'insert')),
@@ -110,16 +111,16 @@ export class ConditionalWriter {
       if (pre.ifMatch !== undefined && pre.ifNoneMatch === '*')
         throw preconditionFailed(FAILED.contradictory);
       if (pre.ifNoneMatch === '*') {
-        version = await sql.insert(exec, e.sql, where, insertValues());
+        version = await this.store.insert(e.sql, where, insertValues());
         if (version === undefined) throw preconditionFailed(FAILED.exists);
         created = true;
       } else if (pre.ifMatch !== undefined) {
         version = await this.updateMatching(e, where, set, pre.ifMatch);
       } else {
         for (let attempt = 0; attempt < 3 && version === undefined; attempt++) {
-          version = await sql.update(exec, e.sql, where, set, 'any');
+          version = await this.store.update(e.sql, where, set, 'any');
           if (version !== undefined) break;
-          version = await sql.insert(exec, e.sql, where, insertValues());
+          version = await this.store.insert(e.sql, where, insertValues());
           created = version !== undefined;
         }
         if (version === undefined) throw new Error(UPSERT_RACE(e.name));
@@ -151,7 +152,7 @@ export class ConditionalWriter {
       const version =
         pre.ifMatch !== undefined
           ? await this.updateMatching(e, where, set, pre.ifMatch)
-          : await this.db.dialect.conditional.update(this.db.exec(), e.sql, where, set, 'any');
+          : await this.store.update(e.sql, where, set, 'any');
       return version === undefined ? null : this.settle(e, target, id, version, false);
     });
   }
@@ -173,12 +174,7 @@ export class ConditionalWriter {
       if (pre.ifNoneMatch === '*') return (await this.failIfExists(e, target, id, pre)) ?? false;
       let expected: VersionValue[] | 'any' = 'any';
       if (pre.ifMatch !== undefined) expected = this.expectedVersions(e, pre.ifMatch);
-      const deleted = await this.db.dialect.conditional.delete(
-        this.db.exec(),
-        e.sql,
-        where,
-        expected,
-      );
+      const deleted = await this.store.delete(e.sql, where, expected);
       this.record(undefined, false);
       if (!deleted && pre.ifMatch !== undefined)
         throw preconditionFailed(pre.ifMatch === '*' ? FAILED.absent : FAILED.stale);
@@ -193,7 +189,7 @@ export class ConditionalWriter {
 
   /** Runs `fn` in the ambient transaction, or in a new one when there is none. */
   protected inTransaction<R>(fn: () => Promise<R>): Promise<R> {
-    return this.db.txHost.withTransaction(Propagation.Required, fn);
+    return this.db.inTransaction(fn);
   }
 
   private describe(target: EntityTarget<ObjectLiteral>): VersionedEntity {
@@ -219,13 +215,7 @@ export class ConditionalWriter {
     ifMatch: EntityTagCondition,
   ): Promise<VersionValue> {
     const expected = this.expectedVersions(e, ifMatch);
-    const version = await this.db.dialect.conditional.update(
-      this.db.exec(),
-      e.sql,
-      key,
-      set,
-      expected,
-    );
+    const version = await this.store.update(e.sql, key, set, expected);
     if (version === undefined)
       throw preconditionFailed(ifMatch === '*' ? FAILED.absent : FAILED.stale);
     return version;

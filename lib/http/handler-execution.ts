@@ -157,7 +157,7 @@ export class HandlerExecution {
       }
       let other: GateAnswer | undefined;
       try {
-        await this.db.inNewTransaction(async () => {
+        await this.db.inTransaction(async () => {
           const again = await this.ledger.reserve(g.ledger);
           if (again.kind !== 'reserved') {
             other = this.answers.of(g, again, true);

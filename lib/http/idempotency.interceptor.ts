@@ -60,7 +60,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     metrics: MetricsService,
     @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
   ) {
-    this.registry = new InFlightRegistry(() => db.dialect.singleWriter);
+    this.registry = new InFlightRegistry(() => ledger.singleWriter);
     this.answers = new GateAnswers(metrics, options);
     const handler = new HandlerExecution(db, ledger, this.answers, metrics, options);
     this.transactional = new TransactionalMode(db, ledger, this.answers, handler, this.registry);

@@ -63,7 +63,7 @@ export class LeasedMode {
     const keeper = this.keepLeaseAlive(g, reservation);
     try {
       await this.db
-        .inNewTransaction(() => this.handler.run(g, reservation, next, subscriber, capture))
+        .inTransaction(() => this.handler.run(g, reservation, next, subscriber, capture))
         .finally(() => keeper?.stop());
     } catch (e) {
       if (!(e instanceof Abort) || !e.keepReservation) {
@@ -84,7 +84,7 @@ export class LeasedMode {
    * a statement outside the handler's transaction would wait for it.
    */
   private keepLeaseAlive(g: GuardedRequest, reservation: Reservation): LeaseKeeper | undefined {
-    if (this.db.dialect.singleWriter) return undefined;
+    if (this.ledger.singleWriter) return undefined;
     const leaseMs = Math.floor(g.opts.leaseMs);
     return new LeaseKeeper(
       () => this.ledger.renew(reservation, leaseMs),

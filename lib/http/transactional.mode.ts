@@ -36,7 +36,7 @@ export class TransactionalMode {
     let capture: ResponseCapture | undefined;
     let decision: LedgerDecision | undefined;
     try {
-      await this.db.inNewTransaction(async () => {
+      await this.db.inTransaction(async () => {
         decision = await this.ledger.reserve(g.ledger);
         if (decision.kind !== 'reserved') return;
         this.answers.reserved(g, decision);

@@ -12,9 +12,10 @@ import { MetricsService } from '../maintenance/metrics.service';
 import { QueryRunnerAlreadyReleasedError } from 'typeorm';
 import { DatabaseService } from '../persistence/database.service';
 import { ReadFirstPolicy } from '../persistence/read-first.policy';
-import type { InboxClaim, InboxRow, InboxSql } from '../persistence/dialects';
-import { settledClaim } from '../persistence/dialects/dialect';
+import type { InboxClaim, InboxRow } from '../persistence/dialects';
+import { settledClaim } from '../persistence/dialects';
 import { InboxMessageFailedError } from './inbox.errors';
+import { InboxStore } from './inbox.store';
 import type { InboxProcessOptions, InboxResult } from './inbox.interfaces';
 import {
   CLAIM_RETRIES_EXHAUSTED,
@@ -65,6 +66,7 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
     protected readonly db: DatabaseService,
     protected readonly metrics: MetricsService,
     @Inject(IDEMPOTENCY_OPTIONS) protected readonly options: ResolvedIdempotencyOptions,
+    protected readonly store: InboxStore,
   ) {
     this.logger = options.logger === false ? undefined : (options.logger ?? new Logger('Inbox'));
   }
@@ -75,10 +77,6 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
 
   onModuleDestroy(): void {
     unregisterInboxService(this);
-  }
-
-  private get sql(): InboxSql {
-    return this.db.dialect.inbox;
   }
 
   /**
@@ -103,7 +101,7 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
     const opts = InboxService.checkOptions({ ...this.options.inbox, ...stripUndefined(options) });
     if (this.db.txHost.isTransactionActive())
       return this.processJoined(consumer, messageId, handler, opts);
-    if (this.db.dialect.nonBlockingReads && this.redeliveries.readFirst(consumer)) {
+    if (this.store.nonBlockingReads && this.redeliveries.readFirst(consumer)) {
       const settled = await this.lookUpSettled(consumer, messageId);
       if (settled) {
         this.redeliveries.observe(consumer, true);
@@ -117,7 +115,7 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
         return result;
       } catch (e) {
         if (!(e instanceof ClaimFailed)) throw e;
-        if (!this.sql.isRetryable(e.reason)) throw e.reason;
+        if (!this.store.isRetryable(e.reason)) throw e.reason;
         if (attempt >= CLAIM_TRIES) {
           this.logger?.warn?.(CLAIM_RETRIES_EXHAUSTED(consumer, messageId, attempt));
           throw e.reason;
@@ -129,7 +127,7 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
 
   /** The inbox record of a message, or undefined when there is none. */
   find(consumer: string, messageId: string): Promise<InboxRow | undefined> {
-    return this.db.withoutTransaction(() => this.sql.find(this.db.exec(), consumer, messageId));
+    return this.store.find(consumer, messageId);
   }
 
   /**
@@ -137,11 +135,7 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
    * again on its next delivery). Returns whether a record was deleted.
    */
   async reset(consumer: string, messageId: string): Promise<boolean> {
-    return (
-      (await this.db.withoutTransaction(() =>
-        this.sql.remove(this.db.exec(), consumer, messageId),
-      )) > 0
-    );
+    return (await this.store.remove(consumer, messageId)) > 0;
   }
 
   /**
@@ -176,7 +170,7 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
     let connectionLost = false;
     let outcome: { claim: InboxClaim; result?: T };
     try {
-      outcome = await this.db.inNewTransaction(async () => {
+      outcome = await this.db.inTransaction(async () => {
         let claim: InboxClaim;
         try {
           claim = await this.claim(consumer, messageId);
@@ -227,9 +221,9 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
   }
 
   private async claim(consumer: string, messageId: string): Promise<InboxClaim> {
-    let claim = await this.sql.claim(this.db.exec(), consumer, messageId);
+    let claim = await this.store.claim(consumer, messageId);
     for (let i = 0; claim.outcome === 'again' && i < CLAIM_AGAIN; i++) {
-      claim = await this.sql.claim(this.db.exec(), consumer, messageId);
+      claim = await this.store.claim(consumer, messageId);
     }
     return claim;
   }
@@ -276,20 +270,17 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
     let count;
     for (let attempt = 1; ; attempt++) {
       try {
-        count = await this.db.inNewTransaction(() =>
-          this.sql.recordFailure(
-            this.db.exec(),
-            consumer,
-            messageId,
-            describe(error),
-            opts.maxAttempts,
-          ),
+        count = await this.store.recordFailure(
+          consumer,
+          messageId,
+          describe(error),
+          opts.maxAttempts,
         );
         break;
       } catch (recordError) {
         // A deadlock victim or a serialization failure: the count is run again, else a lost
         // count would let a failing message be retried past maxAttempts.
-        if (attempt < CLAIM_TRIES && this.sql.isRetryable(recordError)) {
+        if (attempt < CLAIM_TRIES && this.store.isRetryable(recordError)) {
           await sleep(5 * attempt + Math.random() * 20);
           continue;
         }

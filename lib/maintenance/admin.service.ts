@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { MaintenanceStore } from './maintenance.store';
 import { keyHashOf } from '../http/idempotency-context';
 import { buildScope } from '../http/request-scope';
 import {
@@ -6,10 +7,7 @@ import {
   type OutboxEntry,
   type OutboxListFilter,
 } from '../outbox/outbox-admin.service';
-import { DatabaseService } from '../persistence/database.service';
 import type { OutboxStatus } from '../persistence/dialects';
-import type { SqlExecutor } from '../persistence/sql-executor';
-import { executorFor } from '../persistence/sql-executor';
 
 /** Statuses an outbox message can have. */
 export const OUTBOX_STATUSES: readonly OutboxStatus[] = ['pending', 'sent', 'dead'];
@@ -67,13 +65,9 @@ export interface IdempotencyKeyView {
 @Injectable()
 export class IdempotencyAdminService {
   constructor(
-    private readonly db: DatabaseService,
+    private readonly store: MaintenanceStore,
     private readonly outbox: OutboxAdminService,
   ) {}
-
-  protected exec(): SqlExecutor {
-    return executorFor(this.db.dataSource.manager);
-  }
 
   /** Messages in sequence order, filtered by status and/or partition key (keyset paging by `afterSeq`). */
   listOutbox(filter: OutboxListFilter = {}): Promise<OutboxEntry[]> {
@@ -120,7 +114,7 @@ export class IdempotencyAdminService {
     key: string,
   ): Promise<IdempotencyKeyView | undefined> {
     const s = scopeOf(scope);
-    const row = await this.db.dialect.idempotency.find(this.exec(), s, key);
+    const row = await this.store.findIdempotencyRecord(s, key);
     if (!row) return undefined;
     return {
       scope: s,
@@ -136,7 +130,7 @@ export class IdempotencyAdminService {
 
   /** Deletes a key's record: the next request with it runs the handler again. Returns whether one existed. */
   async evictIdempotencyKey(scope: IdempotencyScopeRef, key: string): Promise<boolean> {
-    const n = await this.db.dialect.idempotency.evict(this.exec(), scopeOf(scope), key);
+    const n = await this.store.evictIdempotencyRecord(scopeOf(scope), key);
     return n > 0;
   }
 

@@ -7,12 +7,10 @@ import {
   OnApplicationBootstrap,
 } from '@nestjs/common';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
+import { MaintenanceStore } from './maintenance.store';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options';
-import { DatabaseService } from '../persistence/database.service';
 import type { CleanupBatch, CleanupSql } from '../persistence/dialects';
-import type { EntityManager } from 'typeorm';
 import type { SqlExecutor } from '../persistence/sql-executor';
-import { executorFor } from '../persistence/sql-executor';
 import { CLEANUP_RUN_FAILED, CLEANUP_STATEMENT_FAILED } from './maintenance.messages';
 import { MetricsService } from './metrics.service';
 
@@ -70,7 +68,7 @@ export class CleanupService implements OnApplicationBootstrap, BeforeApplication
   private readonly cursors = new Map<CleanupTable, unknown>();
 
   constructor(
-    private readonly db: DatabaseService,
+    private readonly store: MaintenanceStore,
     private readonly metrics: MetricsService,
     @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
   ) {
@@ -112,7 +110,7 @@ export class CleanupService implements OnApplicationBootstrap, BeforeApplication
 
   /** The dialect's cleanup statements (override to add tables or change conditions). */
   protected get sql(): CleanupSql {
-    return this.db.dialect.cleanup;
+    return this.store.cleanup;
   }
 
   /** One bounded statement on one table (`from`: where the sweep stands, see CleanupBatch). */
@@ -265,15 +263,7 @@ export class CleanupService implements OnApplicationBootstrap, BeforeApplication
 
   /** Autocommit on a pooled connection, or a short transaction (the dialect's isolation level and prelude). */
   private inTransaction<T>(fn: (exec: SqlExecutor) => Promise<T>): Promise<T> {
-    const ds = this.db.dataSource;
-    const { isolation, prelude } = this.sql;
-    if (!isolation && !prelude?.length) return fn(executorFor(ds.manager));
-    const body = async (manager: EntityManager) => {
-      const exec = executorFor(manager);
-      for (const sql of prelude ?? []) await exec(sql);
-      return fn(exec);
-    };
-    return isolation ? ds.transaction(isolation, body) : ds.transaction(body);
+    return this.store.inCleanupTransaction(this.sql, fn);
   }
 
   private logRun(r: CleanupReport): void {

@@ -1,10 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { MaintenanceStore } from './maintenance.store';
 import { ModuleRef } from '@nestjs/core';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { HealthOptions, ResolvedIdempotencyOptions } from '../idempotency.options';
-import { DatabaseService } from '../persistence/database.service';
 import type { OutboxHealthRow } from '../persistence/dialects';
-import { executorFor } from '../persistence/sql-executor';
 import {
   HEALTH_BACKLOG_OLD,
   HEALTH_DEAD_LETTERS,
@@ -51,7 +50,7 @@ export type OutboxHealthResult = Record<string, OutboxHealthDetails>;
 @Injectable()
 export class IdempotencyHealthIndicator {
   constructor(
-    private readonly db: DatabaseService,
+    private readonly store: MaintenanceStore,
     private readonly moduleRef: ModuleRef,
     @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
   ) {}
@@ -118,7 +117,7 @@ export class IdempotencyHealthIndicator {
 
   /** The outbox figures (override to read them elsewhere). */
   protected readOutbox(): Promise<OutboxHealthRow> {
-    return this.db.dialect.health.outboxHealth(executorFor(this.db.dataSource.manager));
+    return this.store.outboxHealth();
   }
 }
 

@@ -1,8 +1,7 @@
 import { Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
-import { DatabaseService } from '../persistence/database.service';
+import { MaintenanceStore } from './maintenance.store';
 import type { OutboxBacklogSnapshot } from './metrics.service';
 import { MetricsService } from './metrics.service';
-import { executorFor } from '../persistence/sql-executor';
 
 /** A collection within this many ms of the last one reuses its figures (several readers, one query). */
 const CACHE_MS = 1000;
@@ -19,7 +18,7 @@ export class OutboxGaugesObserver implements OnModuleInit, OnModuleDestroy {
   private cached: { at: number; value: Promise<OutboxBacklogSnapshot> } | undefined;
 
   constructor(
-    private readonly db: DatabaseService,
+    private readonly store: MaintenanceStore,
     private readonly metrics: MetricsService,
   ) {}
 
@@ -35,13 +34,11 @@ export class OutboxGaugesObserver implements OnModuleInit, OnModuleDestroy {
   private snapshot(): Promise<OutboxBacklogSnapshot> {
     const now = Date.now();
     if (this.cached && now - this.cached.at < CACHE_MS) return this.cached.value;
-    const value = this.db.dialect.health
-      .outboxHealth(executorFor(this.db.dataSource.manager))
-      .then((r) => ({
-        pending: r.pending,
-        oldestPendingAgeMs: r.oldestPendingAgeMs,
-        dead: r.dead,
-      }));
+    const value = this.store.outboxHealth().then((r) => ({
+      pending: r.pending,
+      oldestPendingAgeMs: r.oldestPendingAgeMs,
+      dead: r.dead,
+    }));
     value.catch(() => {
       if (this.cached?.value === value) this.cached = undefined;
     });

@@ -1,8 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { OutboxRow, OutboxStatus } from '../persistence/dialects';
-import { DatabaseService } from '../persistence/database.service';
-import { executorFor, type SqlExecutor } from '../persistence/sql-executor';
 import { OutboxWakeSignal } from './outbox-wake.signal';
+import { OutboxStore } from './outbox.store';
 
 /** An outbox message as the admin API shows it. */
 export interface OutboxEntry {
@@ -40,14 +39,14 @@ export interface OutboxListFilter {
 @Injectable()
 export class OutboxAdminService {
   constructor(
-    private readonly db: DatabaseService,
+    private readonly store: OutboxStore,
     private readonly signal: OutboxWakeSignal,
   ) {}
 
   /** Messages in sequence order, filtered by status and/or partition key. */
   async list(filter: OutboxListFilter = {}): Promise<OutboxEntry[]> {
     const limit = Math.min(1000, Math.max(1, Math.floor(filter.limit ?? 100)));
-    const rows = await this.sql.list(this.exec, {
+    const rows = await this.store.list({
       status: filter.status,
       partitionKey: filter.partitionKey,
       afterSeq: filter.afterSeq,
@@ -63,7 +62,7 @@ export class OutboxAdminService {
 
   /** One message by id, or undefined. */
   async get(id: string): Promise<OutboxEntry | undefined> {
-    const [row] = await this.sql.findByIds(this.exec, [id]);
+    const [row] = await this.store.findByIds([id]);
     return row ? toEntry(row) : undefined;
   }
 
@@ -72,27 +71,19 @@ export class OutboxAdminService {
    * relay of this process. Pending messages are left alone. Returns how many were re-queued.
    */
   async requeue(ids: string | readonly string[]): Promise<number> {
-    const n = await this.sql.requeue(this.exec, typeof ids === 'string' ? [ids] : [...ids]);
+    const n = await this.store.requeue(typeof ids === 'string' ? [ids] : [...ids]);
     if (n > 0) this.signal.notify();
     return n;
   }
 
   /** Deletes dead messages for good; returns how many. */
   purgeDead(ids: string | readonly string[]): Promise<number> {
-    return this.sql.purgeDead(this.exec, typeof ids === 'string' ? [ids] : [...ids]);
+    return this.store.purgeDead(typeof ids === 'string' ? [ids] : [...ids]);
   }
 
   /** Number of messages per status (a full count: for admin pages, not hot paths). */
   counts(): Promise<Record<OutboxStatus, number>> {
-    return this.sql.countByStatus(this.exec);
-  }
-
-  private get sql() {
-    return this.db.dialect.outbox;
-  }
-
-  private get exec(): SqlExecutor {
-    return executorFor(this.db.dataSource.manager);
+    return this.store.countByStatus();
   }
 }
 

@@ -12,9 +12,8 @@ import { hostname } from 'node:os';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options';
 import { MetricsService } from '../maintenance/metrics.service';
-import { DatabaseService } from '../persistence/database.service';
-import type { OutboxRow, OutboxSql, OutboxTransactionRunner } from '../persistence/dialects';
-import { executorFor, type SqlExecutor } from '../persistence/sql-executor';
+import { OutboxStore } from './outbox.store';
+import type { OutboxRow } from '../persistence/dialects';
 import { outboxAfterPublish } from '../diagnostics/diagnostics.channels';
 import { outboxBackoffMs } from './outbox-backoff';
 import { OUTBOX_HEADERS, OUTBOX_LIMITS } from './outbox.constants';
@@ -81,7 +80,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
   };
 
   constructor(
-    private readonly db: DatabaseService,
+    private readonly store: OutboxStore,
     @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
     private readonly moduleRef: ModuleRef,
     private readonly signal: OutboxWakeSignal,
@@ -148,7 +147,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     const o = this.options.outbox;
     const owner = `${this.relayId}#${++this.batchNo}`;
     const result: OutboxBatchResult = { claimed: 0, published: 0, failed: 0, dead: 0, released: 0 };
-    const rows = await this.sql.claim(this.exec, this.inTransaction, {
+    const rows = await this.store.claim({
       owner,
       limit: o.batchSize,
       leaseMs: o.leaseMs,
@@ -157,8 +156,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     result.claimed = rows.length;
     if (!rows.length) return result;
     if (this.state === 'stopping') {
-      result.released = await this.sql.release(
-        this.exec,
+      result.released = await this.store.release(
         rows.map((r) => r.seq),
         owner,
       );
@@ -174,8 +172,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
         failed: rows.length - sent.length,
       });
     if (sent.length) {
-      const marked = await this.sql.markSent(
-        this.exec,
+      const marked = await this.store.markSent(
         sent.map((r) => r.seq),
         owner,
       );
@@ -200,7 +197,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
         const dead = attempt >= o.maxAttempts;
         const retryInMs = dead ? 0 : outboxBackoffMs(attempt, o.backoffBaseMs, o.backoffMaxMs);
         const text = (error.message || String(error)).slice(0, OUTBOX_LIMITS.errorLength);
-        await this.sql.markFailed(this.exec, { seq: row.seq, owner, error: text, retryInMs, dead });
+        await this.store.markFailed({ seq: row.seq, owner, error: text, retryInMs, dead });
         result.failed++;
         this.counters.failed++;
         this.metrics.outboxFailed.add(1);
@@ -354,27 +351,6 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       this.interruptSleep = done;
     });
   }
-
-  private get sql(): OutboxSql {
-    return this.db.dialect.outbox;
-  }
-
-  /** Relay statements run on their own (autocommit), outside any ambient transaction. */
-  private get exec(): SqlExecutor {
-    return executorFor(this.db.dataSource.manager);
-  }
-
-  private readonly inTransaction: OutboxTransactionRunner = (fn) => {
-    const driver = this.db.dataSource.driver as unknown as {
-      supportedIsolationLevels?: readonly string[];
-    };
-    const isolation = driver.supportedIsolationLevels?.includes('READ COMMITTED')
-      ? 'READ COMMITTED'
-      : undefined;
-    return isolation
-      ? this.db.dataSource.transaction(isolation as 'READ COMMITTED', (em) => fn(executorFor(em)))
-      : this.db.dataSource.transaction((em) => fn(executorFor(em)));
-  };
 }
 
 function toError(e: unknown, allowUndefined = false): Error | undefined {

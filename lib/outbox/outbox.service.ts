@@ -5,13 +5,13 @@ import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options';
 import { DatabaseService } from '../persistence/database.service';
 import type { OutboxInsert } from '../persistence/dialects';
-import { executorFor } from '../persistence/sql-executor';
 import { afterCommit } from './after-commit.hook';
 import { OUTBOX_HEADERS, OUTBOX_LIMITS } from './outbox.constants';
 import { InvalidOutboxEventError, OutboxTransactionRequiredError } from './outbox.errors';
 import { DUPLICATE_ID, INVALID_EVENT } from './outbox.messages';
 import type { OutboxEvent } from './outbox-message.interface';
 import { OutboxWakeSignal } from './outbox-wake.signal';
+import { OutboxStore } from './outbox.store';
 
 const PRINTABLE_ASCII = /^[\x21-\x7e]+$/;
 const RESERVED_HEADERS = new Set<string>(Object.values(OUTBOX_HEADERS));
@@ -31,6 +31,7 @@ export class OutboxService {
     private readonly db: DatabaseService,
     @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
     private readonly signal: OutboxWakeSignal,
+    private readonly store: OutboxStore,
   ) {}
 
   /**
@@ -56,7 +57,7 @@ export class OutboxService {
     const inTransaction = !!runner && runner.isTransactionActive;
     if (!inTransaction && this.options.outbox.requireTransaction)
       throw new OutboxTransactionRequiredError(!!manager);
-    await this.db.dialect.outbox.insert(executorFor(target), rows);
+    await this.store.insert(target, rows);
     if (this.options.outbox.wakeOnCommit) {
       if (inTransaction) afterCommit(runner!, () => this.signal.notify());
       else this.signal.notify();

@@ -9,20 +9,33 @@ import type { ResolvedIdempotencyOptions } from '../idempotency.options';
 import { NO_TRANSACTION_HOST } from '../http/idempotency.messages';
 import type { Dialect } from './dialects';
 import { createDialect } from './dialects';
+import { guardPgPool } from './dialects/postgres/pg-pool.guard';
+import { SqliteSerializer } from './dialects/sqlite/sqlite.serializer';
+import { type IsolationLevel, transactionIsolationOf } from './dialects/transaction-isolation';
 import type { SqlExecutor } from './sql-executor';
 import { executorFor } from './sql-executor';
-import { SqliteSerializer } from './sqlite-serializer';
-import { guardPgPool } from './pg-pool.guard';
 import { IdempotencyMisconfiguredError } from './database-misconfigured';
 import { TRANSACTION_HOST_ELSEWHERE } from './persistence.messages';
 import { checkSchemaVersion } from './schema-version.check';
 import { StrayWriteDetector } from './stray-write.detector';
 
+/** Options of a transaction of the library's own (see `DatabaseService.inOwnTransaction`). */
+export interface OwnTransactionOptions {
+  /** `'default'`: the database's default level instead of the dialect's. */
+  isolation?: IsolationLevel | 'default';
+  /** Statements run first in the transaction (e.g. `SET LOCAL …`). */
+  prelude?: readonly string[];
+}
+
 /**
- * The library's handle on the app's database: the app's TypeORM DataSource (found by
- * `getDataSourceToken(options.dataSource)`), the dialect with every database-specific
- * statement, and the nestjs-cls TransactionHost through which all writes join the ambient
- * transaction. On SQLite it installs the in-process transaction serializer.
+ * The library's handle on the app's database, and its ONE way to reach SQL: the app's TypeORM
+ * DataSource (found by `getDataSourceToken(options.dataSource)`), the dialect with every
+ * database-specific statement, and three kinds of executor for the features' stores:
+ * - `exec()`: the ambient transaction (nestjs-cls `TransactionHost.tx`), autocommit when none;
+ * - `autocommit()`: statements on their own, outside any ambient transaction;
+ * - `inOwnTransaction(fn)`: a short transaction of the library's own at the dialect's isolation level.
+ * `inTransaction(fn)` makes a transaction ambient (opening one, or joining the active one).
+ * On SQLite it installs the in-process transaction serializer.
  * @internal
  */
 @Injectable()
@@ -31,6 +44,7 @@ export class DatabaseService implements OnModuleInit {
   private _dataSource!: DataSource;
   private _txHost: TransactionHost<TransactionalAdapterTypeOrm> | undefined;
   private _strayWrites!: StrayWriteDetector;
+  private _isolation: IsolationLevel | undefined;
 
   constructor(
     private readonly moduleRef: ModuleRef,
@@ -49,6 +63,7 @@ export class DatabaseService implements OnModuleInit {
       schema: this.options.schema,
       tables: this.options.tables,
     });
+    this._isolation = transactionIsolationOf(this._dataSource);
     if (this._dialect.singleWriter) SqliteSerializer.install(this._dataSource);
     guardPgPool(this._dataSource, (err) => this.onStrayConnectionError(err));
     this._strayWrites = new StrayWriteDetector(
@@ -128,13 +143,38 @@ export class DatabaseService implements OnModuleInit {
     return executorFor(manager ?? this.txHost.tx);
   }
 
+  /** An executor outside any ambient transaction: each statement commits on its own. */
+  autocommit(): SqlExecutor {
+    return executorFor(this._dataSource.manager);
+  }
+
   /**
-   * Runs `fn` in a transaction made ambient for nestjs-cls (`TransactionHost.tx`). Callers run at
-   * the top of a request, a relay tick or a delivery, where none is active, so this opens a new
-   * one; inside an already active transaction it joins it (nestjs-cls `Propagation.Required`)
-   * rather than opening a second one, which SQLite's single connection could not serve.
+   * Runs `fn` in a short transaction of the library's own on a connection of its own (never the
+   * ambient one, which it neither joins nor sees), at the dialect's isolation level (READ
+   * COMMITTED where the database offers the choice) unless told otherwise, after the prelude.
    */
-  inNewTransaction<T>(fn: () => Promise<T>): Promise<T> {
+  inOwnTransaction<T>(
+    fn: (exec: SqlExecutor) => Promise<T>,
+    options: OwnTransactionOptions = {},
+  ): Promise<T> {
+    const ds = this._dataSource;
+    const isolation =
+      options.isolation === 'default' ? undefined : (options.isolation ?? this._isolation);
+    const body = async (manager: EntityManager) => {
+      const exec = executorFor(manager);
+      for (const sql of options.prelude ?? []) await exec(sql);
+      return fn(exec);
+    };
+    return isolation ? ds.transaction(isolation, body) : ds.transaction(body);
+  }
+
+  /**
+   * Runs `fn` in a transaction made ambient for nestjs-cls (`TransactionHost.tx`): a new one when
+   * none is active (the top of a request, a relay tick or a delivery), else the active one, joined
+   * (nestjs-cls `Propagation.Required`) rather than a second one, which SQLite's single
+   * connection could not serve.
+   */
+  inTransaction<T>(fn: () => Promise<T>): Promise<T> {
     return this.txHost.withTransaction(fn);
   }
 

@@ -88,6 +88,15 @@ export class IdempotencyLedger {
     @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
   ) {}
 
+  /**
+   * One writer for the whole database (SQLite): every statement waits for the transaction in
+   * progress, so duplicates of an in-flight request must be caught in process, and no statement
+   * may run beside a handler's transaction (no lease renewal).
+   */
+  get singleWriter(): boolean {
+    return this.db.dialect.singleWriter;
+  }
+
   private get sql(): IdempotencySql {
     return this.db.dialect.idempotency;
   }

@@ -6,7 +6,14 @@ import { createPostgresDialect } from './postgres';
 import { createSqliteDialect } from './sqlite';
 
 export * from './dialect';
-export * from './outbox-sql.interface';
+export * from './contracts/cleanup.contract';
+export * from './contracts/conditional.contract';
+export * from './contracts/health.contract';
+export * from './contracts/idempotency.contract';
+export * from './contracts/inbox.contract';
+export * from './contracts/outbox.contract';
+export * from './contracts/schema.contract';
+export * from './row-mappers';
 
 /** Maps a TypeORM driver type to the dialect family, or throws for an unsupported one. */
 export function dialectNameOf(type: string): DialectName {

@@ -1,9 +1,10 @@
-import type { CleanupBatch, CleanupSql, QuotedTables } from '../dialect';
 import type { SqlExecutor } from '../../sql-executor';
+import type { CleanupBatch, CleanupSql } from '../contracts/cleanup.contract';
+import type { QuotedTables } from '../dialect';
+import { dateAddMs, isMssqlRetryable, rowcount } from './mssql.helpers';
 
-/** `SYSUTCDATETIME()` minus a millisecond parameter (DATEADD takes an INT: split into seconds + ms). */
-const minus = (p: string) =>
-  `DATEADD(millisecond, -CAST(${p} % 1000 AS INT), DATEADD(second, -CAST(${p} / 1000 AS INT), SYSUTCDATETIME()))`;
+/** `SYSUTCDATETIME()` minus a millisecond parameter. */
+const minus = (p: string) => dateAddMs(p, 'SYSUTCDATETIME()', '-');
 
 /**
  * SQL Server (and Babelfish) retention cleanup: `DELETE TOP (n)` with at most 4,000 rows per
@@ -42,7 +43,7 @@ export function mssqlCleanupSql(t: QuotedTables): CleanupSql {
       `DELETE TOP (@0) FROM ${table} WITH (${await tableHints(exec)}) WHERE ${where}; SELECT @@ROWCOUNT AS n;`,
       params,
     );
-    return { deleted: Number(rows[0]?.n ?? 0) };
+    return { deleted: rowcount(rows) };
   };
   return {
     expiredIdempotency(exec, limit) {
@@ -63,15 +64,7 @@ export function mssqlCleanupSql(t: QuotedTables): CleanupSql {
     oldInbox(exec, limit, retentionMs) {
       return deleteTop(exec, t.inbox, `received_at <= ${minus('@1')}`, [limit, retentionMs]);
     },
-    isRetryable(error) {
-      // 1205: chosen as deadlock victim; 1222: lock request time out period exceeded.
-      const e = error as any;
-      const n =
-        e?.number ??
-        e?.driverError?.number ??
-        e?.originalError?.info?.number ??
-        e?.driverError?.originalError?.info?.number;
-      return n === 1205 || n === 1222;
-    },
+    // 1205: chosen as deadlock victim; 1222: lock request time out period exceeded.
+    isRetryable: isMssqlRetryable,
   };
 }

@@ -1,6 +1,12 @@
-import type { ConditionalSql, VersionedTableSql, VersionValue } from '../dialect';
+import type {
+  ConditionalSql,
+  VersionedTableSql,
+  VersionValue,
+} from '../contracts/conditional.contract';
+import { conditionalClauses } from '../portable/conditional.sql';
+import { MSSQL_STYLE } from './mssql.helpers';
 
-const q = (id: string) => `[${id.replace(/]/g, ']]')}]`;
+const { q, table, keyPredicate, versionPredicate, binder } = conditionalClauses(MSSQL_STYLE);
 
 /**
  * T-SQL that lets the CURRENT SESSION create ROWVERSION columns on Babelfish, which rejects the
@@ -23,7 +29,7 @@ export const MSSQL_ALLOW_ROWVERSION_DDL = `IF @@VERSION LIKE 'Babelfish%' EXEC s
 export function mssqlConditionalSql(): ConditionalSql {
   return {
     async update(exec, t, key, set, expected) {
-      const p = new Params();
+      const p = binder();
       const v = q(t.versionColumn);
       const assignments = set.map(([c, value]) => `${q(c)} = ${p.add(value)}`);
       if (t.versionKind === 'counter') assignments.push(`${v} = ${v} + 1`);
@@ -39,7 +45,7 @@ export function mssqlConditionalSql(): ConditionalSql {
       return rows.length === 1 ? versionOf(t, rows[0].v) : undefined;
     },
     async insert(exec, t, key, values) {
-      const p = new Params();
+      const p = binder();
       const columns = values.map(([c]) => q(c));
       const placeholders = values.map(([, value]) => p.add(value));
       if (t.versionKind === 'counter') {
@@ -68,7 +74,7 @@ export function mssqlConditionalSql(): ConditionalSql {
         : undefined;
     },
     async delete(exec, t, key, expected) {
-      const p = new Params();
+      const p = binder();
       const where = keyPredicate(t, key, p) + versionPredicate(q(t.versionColumn), expected, p);
       const { rows } = await exec(
         `DELETE FROM ${table(t)} WHERE ${where}; SELECT @@ROWCOUNT AS n;`,
@@ -79,26 +85,7 @@ export function mssqlConditionalSql(): ConditionalSql {
   };
 }
 
-/** Positional parameters @0, @1, … */
-class Params {
-  readonly values: unknown[] = [];
-  add(value: unknown): string {
-    this.values.push(value);
-    return `@${this.values.length - 1}`;
-  }
-}
-
-const table = (t: VersionedTableSql) => (t.schema ? `${q(t.schema)}.${q(t.table)}` : q(t.table));
-
 const outType = (t: VersionedTableSql) => (t.versionKind === 'rowversion' ? 'BINARY(8)' : 'BIGINT');
-
-function keyPredicate(t: VersionedTableSql, key: unknown[], p: Params): string {
-  return t.keyColumns.map((c, i) => `${q(c)} = ${p.add(key[i])}`).join(' AND ');
-}
-
-function versionPredicate(v: string, expected: VersionValue[] | 'any', p: Params): string {
-  return expected === 'any' ? '' : ` AND ${v} IN (${expected.map((e) => p.add(e)).join(', ')})`;
-}
 
 function versionOf(t: VersionedTableSql, raw: unknown): VersionValue {
   if (t.versionKind === 'rowversion')

@@ -1,5 +1,6 @@
-import type { HealthSql, QuotedTables } from '../dialect';
-import { num } from '../dialect';
+import type { HealthSql } from '../contracts/health.contract';
+import type { QuotedTables } from '../dialect';
+import { outboxHealthRow } from '../portable/health.sql';
 
 /**
  * SQL Server (and Babelfish) monitoring reads. The counts read through the filtered index of
@@ -17,12 +18,7 @@ export function mssqlHealthSql(t: QuotedTables): HealthSql {
                    FROM ${T} WITH (NOLOCK) WHERE status = 'pending' ORDER BY seq) AS oldest_ms,
                 (SELECT COUNT_BIG(*) FROM ${T} WITH (NOLOCK) WHERE status = 'dead') AS dead`,
       );
-      const r = rows[0] ?? {};
-      return {
-        pending: num(r.pending),
-        oldestPendingAgeMs: Math.max(0, num(r.oldest_ms)),
-        dead: num(r.dead),
-      };
+      return outboxHealthRow(rows[0]);
     },
   };
 }

@@ -1,5 +1,7 @@
-import type { IdempotencySql, QuotedTables } from '../dialect';
-import { mapIdempotencyRow } from '../dialect';
+import type { IdempotencySql } from '../contracts/idempotency.contract';
+import type { QuotedTables } from '../dialect';
+import { mapIdempotencyRow } from '../row-mappers';
+import { compact } from './mssql.helpers';
 
 /** SQL Server lock request time-out (`SET LOCK_TIMEOUT`, "Lock request time out period exceeded"). */
 const LOCK_TIMEOUT_ERROR = 1222;
@@ -24,13 +26,6 @@ export function isMssqlLockTimeout(e: unknown): boolean {
   const message = String(err?.driverError?.message ?? err?.message ?? '');
   return /lock timeout|lock request time ?out/i.test(message);
 }
-
-/**
- * Collapses whitespace. A request over one TDS packet (4096 bytes by default, and the SQL text
- * travels as UTF-16) goes out in several TCP writes; tedious leaves Nagle's algorithm on, so the
- * last one waits for the server's delayed ACK (~40 ms). Compact statements fit in one packet.
- */
-const compact = (sql: string) => sql.replace(/\s+/g, ' ').trim();
 
 /**
  * SQL Server (and Babelfish). Times use the database clock (SYSUTCDATETIME(), DATETIME2(3), UTC).

@@ -1,26 +1,7 @@
-import type { InboxSql, QuotedTables } from '../dialect';
-import { mapInboxRow, settledClaim } from '../dialect';
-
-/** SQL Server error numbers of a duplicate key (unique index, primary key / unique constraint). */
-const DUPLICATE_KEY = '2601, 2627';
-/** Deadlock victim (1205), lock request timeout (1222). */
-const RETRYABLE = new Set([1205, 1222]);
-
-export const mssqlErrorNumber = (e: unknown): number | undefined => {
-  const x = e as any;
-  const n =
-    x?.number ??
-    x?.driverError?.number ??
-    x?.originalError?.info?.number ??
-    x?.driverError?.originalError?.info?.number;
-  return n === undefined ? undefined : Number(n);
-};
-
-/**
- * One line per batch: the SQL text travels as UTF-16 and a batch over one TDS packet (4096 bytes
- * by default) goes out in several TCP writes, the last of which waits for a delayed ACK.
- */
-const compact = (sql: string) => sql.replace(/\s+/g, ' ').trim();
+import type { InboxSql } from '../contracts/inbox.contract';
+import type { QuotedTables } from '../dialect';
+import { mapInboxRow, settledClaim } from '../row-mappers';
+import { compact, DUPLICATE_KEY, isMssqlRetryable } from './mssql.helpers';
 
 /**
  * SQL Server (and Babelfish). Times on the database clock (SYSUTCDATETIME(), DATETIME2(3), UTC).
@@ -95,6 +76,8 @@ export function mssqlInboxSql(t: QuotedTables): InboxSql {
     remove: compact(`DELETE FROM ${T} WHERE ${key}; SELECT @@ROWCOUNT AS n;`),
   };
   return {
+    // Deadlock victim (1205), lock request timeout (1222).
+    isRetryable: isMssqlRetryable,
     async claim(exec, consumer, messageId) {
       const { rows } = await exec(sql.claim, [consumer, messageId]);
       const r = rows[0];
@@ -113,10 +96,6 @@ export function mssqlInboxSql(t: QuotedTables): InboxSql {
     async remove(exec, consumer, messageId) {
       const { rows } = await exec(sql.remove, [consumer, messageId]);
       return Number(rows[0]?.n ?? 0);
-    },
-    isRetryable(error) {
-      const n = mssqlErrorNumber(error);
-      return n !== undefined && RETRYABLE.has(n);
     },
   };
 }

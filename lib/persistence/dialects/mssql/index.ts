@@ -1,29 +1,28 @@
 import type { Dialect, TableNaming } from '../dialect';
-import { quotedTables, tableRefs } from '../dialect';
+import { assembleDialect } from '../dialect';
 import { mssqlCleanupSql } from './cleanup.sql';
-import { mssqlHealthSql } from './health.sql';
 import { mssqlConditionalSql } from './conditional.sql';
+import { mssqlHealthSql } from './health.sql';
 import { mssqlIdempotencySql } from './idempotency.sql';
 import { mssqlInboxSql } from './inbox.sql';
+import { quoteMssql } from './mssql.helpers';
 import { mssqlOutboxSql } from './outbox.sql';
 import { mssqlSchema } from './schema.sql';
 
-export const quoteMssql = (id: string) => `[${id.replace(/]/g, ']]')}]`;
-
 export function createMssqlDialect(naming: TableNaming): Dialect {
-  const ref = tableRefs(naming, quoteMssql);
-  const tables = quotedTables(ref);
-  return {
+  return assembleDialect(naming, {
     name: 'mssql',
+    quote: quoteMssql,
     singleWriter: false,
     nonBlockingReads: false,
-    tables,
-    idempotency: mssqlIdempotencySql(tables),
-    conditional: mssqlConditionalSql(),
-    inbox: mssqlInboxSql(tables),
-    schema: mssqlSchema(ref),
-    cleanup: mssqlCleanupSql(tables),
-    health: mssqlHealthSql(tables),
-    outbox: mssqlOutboxSql(tables),
-  };
+    facets: (tables, ref) => ({
+      idempotency: mssqlIdempotencySql(tables),
+      conditional: mssqlConditionalSql(),
+      inbox: mssqlInboxSql(tables),
+      schema: mssqlSchema(ref),
+      cleanup: mssqlCleanupSql(tables),
+      health: mssqlHealthSql(tables),
+      outbox: mssqlOutboxSql(tables),
+    }),
+  });
 }

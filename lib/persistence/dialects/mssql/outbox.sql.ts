@@ -1,6 +1,9 @@
+import type { OutboxSql } from '../contracts/outbox.contract';
 import type { QuotedTables } from '../dialect';
-import type { OutboxSql } from '../outbox-sql.interface';
-import { bySeq, chunks, mapOutboxRow, OUTBOX_COLUMNS, statusCounts } from '../outbox-sql.interface';
+import { orderedClause } from '../portable/outbox.sql';
+import { chunks, marks as placeholders, sumPerChunk } from '../portable/sql-style';
+import { bySeq, mapOutboxRow, OUTBOX_COLUMNS, statusCounts } from '../row-mappers';
+import { dateAddMs, MSSQL_STYLE, rowcount } from './mssql.helpers';
 
 /**
  * SQL Server (and Babelfish) outbox. Times on the database clock (SYSUTCDATETIME(), DATETIME2(3)).
@@ -29,12 +32,8 @@ import { bySeq, chunks, mapOutboxRow, OUTBOX_COLUMNS, statusCounts } from '../ou
  */
 export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
   const T = t.outbox;
-  // DATEADD takes an INT: milliseconds overflow after ~24.8 days, so split into seconds + ms.
-  const plus = (p: string, base: string) =>
-    `DATEADD(millisecond, CAST(${p} % 1000 AS INT), DATEADD(second, CAST(${p} / 1000 AS INT), ${base}))`;
-  const marks = (from: number, n: number) =>
-    Array.from({ length: n }, (_, i) => `@${from + i}`).join(', ');
-  const rowcount = (rows: any[]) => Number(rows[0]?.n ?? 0);
+  const plus = (p: string, base: string) => dateAddMs(p, base);
+  const marks = (from: number, n: number) => placeholders(MSSQL_STYLE, from, n);
   const claimedTable = `DECLARE @claimed TABLE (
       seq BIGINT NOT NULL, id VARCHAR(128) NOT NULL, type VARCHAR(255) NOT NULL, payload NVARCHAR(MAX) NOT NULL,
       headers NVARCHAR(MAX) NULL, partition_key NVARCHAR(255) NULL, status VARCHAR(16) NOT NULL, attempts INT NOT NULL,
@@ -62,11 +61,7 @@ export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
       }
     },
     async claim(exec, _inTransaction, p) {
-      const ordered = p.ordered
-        ? `AND (c.partition_key IS NULL OR NOT EXISTS (
-                 SELECT 1 FROM ${T} AS o
-                  WHERE o.partition_key = c.partition_key AND o.status = 'pending' AND o.seq < c.seq))`
-        : '';
+      const ordered = orderedClause(T, p.ordered);
       const { rows } = await exec(
         `SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
          DECLARE @now DATETIME2(3) = SYSUTCDATETIME();
@@ -86,18 +81,16 @@ export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
       );
       return rows.map(mapOutboxRow).sort(bySeq);
     },
-    async markSent(exec, seqs, owner) {
-      let n = 0;
-      for (const part of chunks(seqs, 1000)) {
+    markSent(exec, seqs, owner) {
+      return sumPerChunk(seqs, 1000, async (part) => {
         const { rows } = await exec(
           `UPDATE ${T} SET status = 'sent', sent_at = SYSUTCDATETIME(), locked_until = NULL
             WHERE seq IN (${marks(1, part.length)}) AND lease_owner = @0 AND status = 'pending';
            SELECT @@ROWCOUNT AS n;`,
           [owner, ...part],
         );
-        n += rowcount(rows);
-      }
-      return n;
+        return rowcount(rows);
+      });
     },
     async markFailed(exec, p) {
       const { rows } = await exec(
@@ -111,18 +104,16 @@ export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
       );
       return rowcount(rows) === 1;
     },
-    async release(exec, seqs, owner) {
-      let n = 0;
-      for (const part of chunks(seqs, 1000)) {
+    release(exec, seqs, owner) {
+      return sumPerChunk(seqs, 1000, async (part) => {
         const { rows } = await exec(
           `UPDATE ${T} SET lease_owner = NULL, locked_until = NULL
             WHERE seq IN (${marks(1, part.length)}) AND lease_owner = @0 AND status = 'pending';
            SELECT @@ROWCOUNT AS n;`,
           [owner, ...part],
         );
-        n += rowcount(rows);
-      }
-      return n;
+        return rowcount(rows);
+      });
     },
     async list(exec, p) {
       const where: string[] = [];
@@ -153,9 +144,8 @@ export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
       }
       return out.sort(bySeq);
     },
-    async requeue(exec, ids) {
-      let n = 0;
-      for (const part of chunks(ids, 1000)) {
+    requeue(exec, ids) {
+      return sumPerChunk(ids, 1000, async (part) => {
         const { rows } = await exec(
           `UPDATE ${T}
               SET status = 'pending', attempts = 0, next_attempt_at = SYSUTCDATETIME(), lease_owner = NULL,
@@ -164,21 +154,18 @@ export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
            SELECT @@ROWCOUNT AS n;`,
           [...part],
         );
-        n += rowcount(rows);
-      }
-      return n;
+        return rowcount(rows);
+      });
     },
-    async purgeDead(exec, ids) {
-      let n = 0;
-      for (const part of chunks(ids, 1000)) {
+    purgeDead(exec, ids) {
+      return sumPerChunk(ids, 1000, async (part) => {
         const { rows } = await exec(
           `DELETE FROM ${T} WHERE id IN (${marks(0, part.length)}) AND status = 'dead';
            SELECT @@ROWCOUNT AS n;`,
           [...part],
         );
-        n += rowcount(rows);
-      }
-      return n;
+        return rowcount(rows);
+      });
     },
     async countByStatus(exec) {
       const { rows } = await exec(`SELECT status, COUNT_BIG(*) AS n FROM ${T} GROUP BY status`);

@@ -1,4 +1,4 @@
-import type { SchemaDdl, ServerFeatures } from '../dialect';
+import type { SchemaDdl, ServerFeatures } from '../contracts/schema.contract';
 
 /**
  * SQL Server DDL. Keys and scopes use a binary collation (Latin1_General_100_BIN2) so that

@@ -1,5 +1,7 @@
-import type { CleanupBatch, CleanupSql, QuotedTables } from '../dialect';
-import type { SqlExecutor } from '../../sql-executor';
+import type { CleanupSql } from '../contracts/cleanup.contract';
+import type { QuotedTables } from '../dialect';
+import { portableCleanupSql } from '../portable/cleanup.sql';
+import { isMysqlRetryable, MYSQL_NOW, mysqlShiftMs } from './mysql.helpers';
 
 /**
  * MySQL 8 / MariaDB retention cleanup: `DELETE … ORDER BY <time> LIMIT n` walks the time index
@@ -9,55 +11,20 @@ import type { SqlExecutor } from '../../sql-executor';
  * other's short batch instead of deadlocking.
  */
 export function mysqlCleanupSql(t: QuotedTables): CleanupSql {
-  // No sweep cursor: InnoDB's purge removes delete-marked index records in the background.
-  const deleteSome = async (
-    exec: SqlExecutor,
-    table: string,
-    where: string,
-    order: string,
-    limit: number,
-    params: unknown[],
-  ): Promise<CleanupBatch> => {
-    const n = Math.max(1, Math.floor(limit));
-    const { affected } = await exec(
-      `DELETE FROM ${table} WHERE ${where} ORDER BY ${order} LIMIT ${n}`,
-      params,
-    );
-    return { deleted: affected };
-  };
-  const cutoff = `DATE_SUB(UTC_TIMESTAMP(3), INTERVAL (?) * 1000 MICROSECOND)`;
-  return {
+  return portableCleanupSql(t, {
     isolation: 'READ COMMITTED',
-    expiredIdempotency(exec, limit) {
-      return deleteSome(
-        exec,
-        t.idempotency,
-        `expires_at <= UTC_TIMESTAMP(3)
-           AND (state <> 'started' OR locked_until IS NULL OR locked_until <= UTC_TIMESTAMP(3))`,
-        'expires_at',
-        limit,
-        [],
+    now: MYSQL_NOW,
+    cutoff: mysqlShiftMs('DATE_SUB'),
+    // No sweep cursor: InnoDB's purge removes delete-marked index records in the background.
+    async deleteSome(exec, d) {
+      const n = Math.max(1, Math.floor(d.limit));
+      const { affected } = await exec(
+        `DELETE FROM ${d.table} WHERE ${d.where} ORDER BY ${d.time} LIMIT ${n}`,
+        d.params,
       );
+      return { deleted: affected };
     },
-    sentOutbox(exec, limit, retentionMs) {
-      return deleteSome(
-        exec,
-        t.outbox,
-        `status = 'sent' AND sent_at <= ${cutoff}`,
-        'sent_at',
-        limit,
-        [retentionMs],
-      );
-    },
-    oldInbox(exec, limit, retentionMs) {
-      return deleteSome(exec, t.inbox, `received_at <= ${cutoff}`, 'received_at', limit, [
-        retentionMs,
-      ]);
-    },
-    isRetryable(error) {
-      // ER_LOCK_DEADLOCK, ER_LOCK_WAIT_TIMEOUT
-      const errno = (error as any)?.driverError?.errno ?? (error as any)?.errno;
-      return errno === 1213 || errno === 1205;
-    },
-  };
+    // ER_LOCK_DEADLOCK, ER_LOCK_WAIT_TIMEOUT
+    isRetryable: isMysqlRetryable,
+  });
 }

@@ -1,13 +1,10 @@
-import type { IdempotencySql, QuotedTables } from '../dialect';
-import { mapIdempotencyRow } from '../dialect';
+import type { IdempotencySql } from '../contracts/idempotency.contract';
+import type { QuotedTables } from '../dialect';
+import { mapIdempotencyRow } from '../row-mappers';
+import { ER_DUP_ENTRY, mysqlErrno } from './mysql.helpers';
 
-/** MySQL errno for a duplicate unique key. */
-const ER_DUP_ENTRY = 1062;
 /** MySQL errno for an exceeded lock wait. */
 const ER_LOCK_WAIT_TIMEOUT = 1205;
-
-export const mysqlErrno = (e: unknown): number | undefined =>
-  (e as any)?.driverError?.errno ?? (e as any)?.errno;
 
 /**
  * MySQL 8 and MariaDB 10.6+. Times use the database clock in UTC (UTC_TIMESTAMP(3), DATETIME(3)).

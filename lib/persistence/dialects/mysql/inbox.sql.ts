@@ -1,9 +1,8 @@
-import type { InboxSql, QuotedTables } from '../dialect';
-import { mapInboxRow, settledClaim } from '../dialect';
-import { mysqlErrno } from './idempotency.sql';
-
-/** Lock wait timeout, deadlock victim: the claim may be retried. */
-const RETRYABLE = new Set([1205, 1213]);
+import type { InboxSql } from '../contracts/inbox.contract';
+import type { QuotedTables } from '../dialect';
+import { portableInboxReads } from '../portable/inbox.sql';
+import { settledClaim } from '../row-mappers';
+import { isMysqlRetryable, MYSQL_STYLE } from './mysql.helpers';
 
 /**
  * MySQL 8 and MariaDB 10.6+ (InnoDB). Times on the database clock in UTC (UTC_TIMESTAMP(3)).
@@ -28,6 +27,9 @@ export function mysqlInboxSql(t: QuotedTables): InboxSql {
            last_error = ?, attempts = attempts + 1
      WHERE consumer = ? AND message_id = ? AND status = 'retrying'`;
   return {
+    ...portableInboxReads(T, MYSQL_STYLE),
+    // Lock wait timeout, deadlock victim: the claim may be retried.
+    isRetryable: isMysqlRetryable,
     async claim(exec, consumer, messageId) {
       const inserted = await exec(
         `INSERT IGNORE INTO ${T} (consumer, message_id, status, attempts, received_at, processed_at)
@@ -66,24 +68,12 @@ export function mysqlInboxSql(t: QuotedTables): InboxSql {
       const { rows } = await exec(`${settle} LOCK IN SHARE MODE`, [consumer, messageId]);
       return { status: rows[0]?.status ?? 'retrying', attempts: Number(rows[0]?.attempts ?? 0) };
     },
-    async find(exec, consumer, messageId) {
-      const { rows } = await exec(
-        `SELECT consumer, message_id, status, attempts, received_at, processed_at, last_error
-           FROM ${T} WHERE consumer = ? AND message_id = ?`,
-        [consumer, messageId],
-      );
-      return rows[0] ? mapInboxRow(rows[0]) : undefined;
-    },
     async remove(exec, consumer, messageId) {
       const { affected } = await exec(`DELETE FROM ${T} WHERE consumer = ? AND message_id = ?`, [
         consumer,
         messageId,
       ]);
       return affected;
-    },
-    isRetryable(error) {
-      const n = mysqlErrno(error);
-      return n !== undefined && RETRYABLE.has(n);
     },
   };
 }

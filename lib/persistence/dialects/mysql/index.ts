@@ -1,29 +1,31 @@
 import type { Dialect, TableNaming } from '../dialect';
-import { quotedTables, tableRefs } from '../dialect';
+import { assembleDialect } from '../dialect';
+import { portableHealthSql } from '../portable/health.sql';
 import { mysqlCleanupSql } from './cleanup.sql';
-import { mysqlHealthSql } from './health.sql';
 import { mysqlConditionalSql } from './conditional.sql';
 import { mysqlIdempotencySql } from './idempotency.sql';
 import { mysqlInboxSql } from './inbox.sql';
+import { quoteMysql } from './mysql.helpers';
 import { mysqlOutboxSql } from './outbox.sql';
 import { mysqlSchema } from './schema.sql';
 
-export const quoteMysql = (id: string) => `\`${id.replace(/`/g, '``')}\``;
-
 export function createMysqlDialect(naming: TableNaming, isMariaDb: boolean): Dialect {
-  const ref = tableRefs(naming, quoteMysql);
-  const tables = quotedTables(ref);
-  return {
+  return assembleDialect(naming, {
     name: 'mysql',
+    quote: quoteMysql,
     singleWriter: false,
     nonBlockingReads: true,
-    tables,
-    idempotency: mysqlIdempotencySql(tables, isMariaDb),
-    conditional: mysqlConditionalSql(),
-    inbox: mysqlInboxSql(tables),
-    schema: mysqlSchema(ref),
-    cleanup: mysqlCleanupSql(tables),
-    health: mysqlHealthSql(tables),
-    outbox: mysqlOutboxSql(tables),
-  };
+    facets: (tables, ref) => ({
+      idempotency: mysqlIdempotencySql(tables, isMariaDb),
+      conditional: mysqlConditionalSql(),
+      inbox: mysqlInboxSql(tables),
+      schema: mysqlSchema(ref),
+      cleanup: mysqlCleanupSql(tables),
+      health: portableHealthSql(
+        tables.outbox,
+        (c) => `TIMESTAMPDIFF(MICROSECOND, ${c}, UTC_TIMESTAMP(3)) DIV 1000`,
+      ),
+      outbox: mysqlOutboxSql(tables),
+    }),
+  });
 }

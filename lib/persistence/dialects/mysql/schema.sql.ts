@@ -1,4 +1,4 @@
-import type { SchemaDdl } from '../dialect';
+import type { SchemaDdl } from '../contracts/schema.contract';
 
 /** MySQL/MariaDB DDL: binary collations so keys are case-sensitive; InnoDB for row locks. */
 export function mysqlSchema(

@@ -1,5 +1,7 @@
-import type { CleanupBatch, CleanupSql, QuotedTables } from '../dialect';
-import type { SqlExecutor } from '../../sql-executor';
+import type { CleanupSql } from '../contracts/cleanup.contract';
+import type { QuotedTables } from '../dialect';
+import { portableCleanupSql } from '../portable/cleanup.sql';
+import { isPostgresRetryable, PG_NOW, pgShiftMs } from './postgres.helpers';
 
 /**
  * PostgreSQL retention cleanup. PostgreSQL has no `DELETE … LIMIT`: the victims are picked by a
@@ -18,67 +20,27 @@ import type { SqlExecutor } from '../../sql-executor';
  * next run repeats: nothing is lost that must not be.
  */
 export function postgresCleanupSql(t: QuotedTables): CleanupSql {
-  const deleteSome = async (
-    exec: SqlExecutor,
-    table: string,
-    time: string,
-    where: string,
-    params: unknown[],
-    from: unknown,
-  ): Promise<CleanupBatch> => {
-    const all = from === undefined ? params : [...params, from];
-    const cursor = from === undefined ? '' : ` AND ${time} >= $${all.length}`;
-    const { rows } = await exec(
-      `WITH gone AS (
-         DELETE FROM ${table}
-          WHERE ctid = ANY(ARRAY(SELECT ctid FROM ${table} WHERE ${where}${cursor}
-                                  ORDER BY ${time} LIMIT $1 FOR UPDATE SKIP LOCKED))
-         RETURNING ${time} AS t)
-       SELECT COUNT(*)::int AS n, MAX(t) AS last FROM gone`,
-      all,
-    );
-    const n = Number(rows[0]?.n ?? 0);
-    return { deleted: n, last: n > 0 ? rows[0].last : undefined };
-  };
-  const cutoff = (p: string) => `statement_timestamp() - (${p})::bigint * interval '1 millisecond'`;
-  return {
+  return portableCleanupSql(t, {
     prelude: ['SET LOCAL synchronous_commit = off'],
-    expiredIdempotency(exec, limit, from) {
-      return deleteSome(
-        exec,
-        t.idempotency,
-        'expires_at',
-        `expires_at <= statement_timestamp()
-           AND (state <> 'started' OR locked_until IS NULL OR locked_until <= statement_timestamp())`,
-        [limit],
-        from,
+    now: PG_NOW,
+    // $1 is the limit.
+    cutoff: pgShiftMs('$2', '-'),
+    async deleteSome(exec, d) {
+      const all = [d.limit, ...d.params, ...(d.from === undefined ? [] : [d.from])];
+      const cursor = d.from === undefined ? '' : ` AND ${d.time} >= $${all.length}`;
+      const { rows } = await exec(
+        `WITH gone AS (
+         DELETE FROM ${d.table}
+          WHERE ctid = ANY(ARRAY(SELECT ctid FROM ${d.table} WHERE ${d.where}${cursor}
+                                  ORDER BY ${d.time} LIMIT $1 FOR UPDATE SKIP LOCKED))
+         RETURNING ${d.time} AS t)
+       SELECT COUNT(*)::int AS n, MAX(t) AS last FROM gone`,
+        all,
       );
+      const n = Number(rows[0]?.n ?? 0);
+      return { deleted: n, last: n > 0 ? rows[0].last : undefined };
     },
-    sentOutbox(exec, limit, retentionMs, from) {
-      return deleteSome(
-        exec,
-        t.outbox,
-        'sent_at',
-        `status = 'sent' AND sent_at <= ${cutoff('$2')}`,
-        [limit, retentionMs],
-        from,
-      );
-    },
-    oldInbox(exec, limit, retentionMs, from) {
-      return deleteSome(
-        exec,
-        t.inbox,
-        'received_at',
-        `received_at <= ${cutoff('$2')}`,
-        [limit, retentionMs],
-        from,
-      );
-    },
-    isRetryable(error) {
-      // deadlock_detected, serialization_failure, lock_not_available
-      return ['40P01', '40001', '55P03'].includes(
-        String((error as any)?.driverError?.code ?? (error as any)?.code),
-      );
-    },
-  };
+    // deadlock_detected, serialization_failure, lock_not_available
+    isRetryable: isPostgresRetryable,
+  });
 }

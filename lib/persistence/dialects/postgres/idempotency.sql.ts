@@ -1,5 +1,6 @@
-import type { IdempotencySql, QuotedTables } from '../dialect';
-import { mapIdempotencyRow } from '../dialect';
+import type { IdempotencySql } from '../contracts/idempotency.contract';
+import type { QuotedTables } from '../dialect';
+import { mapIdempotencyRow } from '../row-mappers';
 
 /**
  * PostgreSQL. Times use the database clock (statement_timestamp()).

@@ -1,8 +1,8 @@
-import type { InboxSql, QuotedTables } from '../dialect';
-import { mapInboxRow, settledClaim } from '../dialect';
-
-/** SQLSTATEs after which the transaction is lost and may be retried: serialization failure, deadlock, lock timeout. */
-const RETRYABLE = new Set(['40001', '40P01', '55P03']);
+import type { InboxSql } from '../contracts/inbox.contract';
+import type { QuotedTables } from '../dialect';
+import { portableInboxReads, returningInboxRemove } from '../portable/inbox.sql';
+import { settledClaim } from '../row-mappers';
+import { isPostgresRetryable, POSTGRES_STYLE } from './postgres.helpers';
 
 /**
  * PostgreSQL. Times on the database clock (statement_timestamp()).
@@ -21,6 +21,9 @@ export function postgresInboxSql(t: QuotedTables): InboxSql {
   const T = t.inbox;
   const settle = `SELECT status, attempts FROM ${T} WHERE consumer = $1 AND message_id = $2`;
   return {
+    ...portableInboxReads(T, POSTGRES_STYLE),
+    ...returningInboxRemove(T, POSTGRES_STYLE),
+    isRetryable: isPostgresRetryable,
     async claim(exec, consumer, messageId) {
       const { rows } = await exec(
         `INSERT INTO ${T} AS i (consumer, message_id, status, attempts, received_at, processed_at)
@@ -50,27 +53,6 @@ export function postgresInboxSql(t: QuotedTables): InboxSql {
       );
       const r = rows[0] ?? (await exec(settle, [consumer, messageId])).rows[0];
       return { status: r?.status ?? 'retrying', attempts: Number(r?.attempts ?? 0) };
-    },
-    async find(exec, consumer, messageId) {
-      const { rows } = await exec(
-        `SELECT consumer, message_id, status, attempts, received_at, processed_at, last_error
-           FROM ${T} WHERE consumer = $1 AND message_id = $2`,
-        [consumer, messageId],
-        { prepare: true },
-      );
-      return rows[0] ? mapInboxRow(rows[0]) : undefined;
-    },
-    async remove(exec, consumer, messageId) {
-      const { rows } = await exec(
-        `DELETE FROM ${T} WHERE consumer = $1 AND message_id = $2 RETURNING 1 AS n`,
-        [consumer, messageId],
-      );
-      return rows.length;
-    },
-    isRetryable(error) {
-      const e = error as any;
-      const code = e?.code ?? e?.driverError?.code;
-      return RETRYABLE.has(String(code));
     },
   };
 }

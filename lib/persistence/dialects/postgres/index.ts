@@ -1,29 +1,31 @@
 import type { Dialect, TableNaming } from '../dialect';
-import { quotedTables, tableRefs } from '../dialect';
+import { assembleDialect } from '../dialect';
+import { portableHealthSql } from '../portable/health.sql';
 import { postgresCleanupSql } from './cleanup.sql';
-import { postgresHealthSql } from './health.sql';
 import { postgresConditionalSql } from './conditional.sql';
 import { postgresIdempotencySql } from './idempotency.sql';
 import { postgresInboxSql } from './inbox.sql';
 import { postgresOutboxSql } from './outbox.sql';
+import { quotePostgres } from './postgres.helpers';
 import { postgresSchema } from './schema.sql';
 
-export const quotePostgres = (id: string) => `"${id.replace(/"/g, '""')}"`;
-
 export function createPostgresDialect(naming: TableNaming): Dialect {
-  const ref = tableRefs(naming, quotePostgres);
-  const tables = quotedTables(ref);
-  return {
+  return assembleDialect(naming, {
     name: 'postgres',
+    quote: quotePostgres,
     singleWriter: false,
     nonBlockingReads: true,
-    tables,
-    idempotency: postgresIdempotencySql(tables),
-    conditional: postgresConditionalSql(),
-    inbox: postgresInboxSql(tables),
-    schema: postgresSchema(ref),
-    cleanup: postgresCleanupSql(tables),
-    health: postgresHealthSql(tables),
-    outbox: postgresOutboxSql(tables),
-  };
+    facets: (tables, ref) => ({
+      idempotency: postgresIdempotencySql(tables),
+      conditional: postgresConditionalSql(),
+      inbox: postgresInboxSql(tables),
+      schema: postgresSchema(ref),
+      cleanup: postgresCleanupSql(tables),
+      health: portableHealthSql(
+        tables.outbox,
+        (c) => `CEIL(EXTRACT(EPOCH FROM (statement_timestamp() - ${c})) * 1000)::bigint`,
+      ),
+      outbox: postgresOutboxSql(tables),
+    }),
+  });
 }

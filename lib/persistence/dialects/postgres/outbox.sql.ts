@@ -1,6 +1,8 @@
+import type { OutboxSql } from '../contracts/outbox.contract';
 import type { QuotedTables } from '../dialect';
-import type { OutboxSql } from '../outbox-sql.interface';
-import { bySeq, chunks, mapOutboxRow, OUTBOX_COLUMNS, statusCounts } from '../outbox-sql.interface';
+import { orderedClause, portableOutboxSql } from '../portable/outbox.sql';
+import { bySeq, mapOutboxRow, OUTBOX_COLUMNS } from '../row-mappers';
+import { PG_NOW, pgShiftMs, POSTGRES_STYLE } from './postgres.helpers';
 
 /**
  * PostgreSQL outbox. Times on the database clock (statement_timestamp()).
@@ -23,33 +25,15 @@ import { bySeq, chunks, mapOutboxRow, OUTBOX_COLUMNS, statusCounts } from '../ou
  */
 export function postgresOutboxSql(t: QuotedTables): OutboxSql {
   const T = t.outbox;
-  const now = 'statement_timestamp()';
-  const plusMs = (p: string) => `${now} + (${p})::bigint * interval '1 millisecond'`;
+  const now = PG_NOW;
+  const plusMs = (p: string) => pgShiftMs(p);
   const prefixed = OUTBOX_COLUMNS.split(', ')
     .map((c) => `t.${c}`)
     .join(', ');
   return {
-    async insert(exec, rows) {
-      for (const part of chunks(rows, 1000)) {
-        const params: unknown[] = [];
-        const values = part.map((r) => {
-          const i = params.length;
-          params.push(r.id, r.type, r.payload, r.headers, r.partitionKey);
-          return `($${i + 1}, $${i + 2}, $${i + 3}, $${i + 4}, $${i + 5}, 'pending', 0, ${now}, ${now})`;
-        });
-        await exec(
-          `INSERT INTO ${T} (id, type, payload, headers, partition_key, status, attempts, next_attempt_at, created_at)
-           VALUES ${values.join(', ')}`,
-          params,
-        );
-      }
-    },
+    ...portableOutboxSql(T, { style: POSTGRES_STYLE, now, plusMs, chunk: 1000, seq: (x) => x }),
     async claim(exec, _inTransaction, p) {
-      const ordered = p.ordered
-        ? `AND (c.partition_key IS NULL OR NOT EXISTS (
-                 SELECT 1 FROM ${T} AS o
-                  WHERE o.partition_key = c.partition_key AND o.status = 'pending' AND o.seq < c.seq))`
-        : '';
+      const ordered = orderedClause(T, p.ordered);
       const { rows } = await exec(
         `UPDATE ${T} AS t
             SET lease_owner = $1, locked_until = ${plusMs('$2')}
@@ -95,20 +79,6 @@ export function postgresOutboxSql(t: QuotedTables): OutboxSql {
       );
       return affected;
     },
-    async list(exec, p) {
-      const where: string[] = [];
-      const params: unknown[] = [];
-      if (p.status) where.push(`status = $${params.push(p.status)}`);
-      if (p.partitionKey !== undefined)
-        where.push(`partition_key = $${params.push(p.partitionKey)}`);
-      if (p.afterSeq !== undefined) where.push(`seq > $${params.push(p.afterSeq)}`);
-      const { rows } = await exec(
-        `SELECT ${OUTBOX_COLUMNS} FROM ${T} ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-          ORDER BY seq LIMIT ${Math.max(1, Math.floor(p.limit))}`,
-        params,
-      );
-      return rows.map(mapOutboxRow);
-    },
     async findByIds(exec, ids) {
       if (!ids.length) return [];
       const { rows } = await exec(
@@ -134,10 +104,6 @@ export function postgresOutboxSql(t: QuotedTables): OutboxSql {
         [ids],
       );
       return affected;
-    },
-    async countByStatus(exec) {
-      const { rows } = await exec(`SELECT status, COUNT(*) AS n FROM ${T} GROUP BY status`);
-      return statusCounts(rows);
     },
   };
 }

@@ -1,4 +1,4 @@
-import type { SchemaDdl } from '../dialect';
+import type { SchemaDdl } from '../contracts/schema.contract';
 
 export function postgresSchema(
   table: (name: 'idempotency' | 'outbox' | 'inbox') => { qualified: string; bare: string },

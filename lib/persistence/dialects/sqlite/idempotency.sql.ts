@@ -1,11 +1,7 @@
-import type { IdempotencySql, QuotedTables } from '../dialect';
-import { mapIdempotencyRow } from '../dialect';
-
-/** Current UTC time as SQLite text with milliseconds, optionally plus a parameter in ms. */
-export const sqliteNow = (plusParam?: string) =>
-  plusParam
-    ? `strftime('%Y-%m-%d %H:%M:%f', 'now', '+' || ((${plusParam}) / 1000.0) || ' seconds')`
-    : `strftime('%Y-%m-%d %H:%M:%f', 'now')`;
+import type { IdempotencySql } from '../contracts/idempotency.contract';
+import type { QuotedTables } from '../dialect';
+import { mapIdempotencyRow } from '../row-mappers';
+import { sqliteNow } from './sqlite.helpers';
 
 /**
  * SQLite: one writer, and every transaction is serialized in process by SqliteSerializer, so

@@ -1,6 +1,8 @@
-import type { InboxSql, QuotedTables } from '../dialect';
-import { mapInboxRow, settledClaim } from '../dialect';
-import { sqliteNow } from './idempotency.sql';
+import type { InboxSql } from '../contracts/inbox.contract';
+import type { QuotedTables } from '../dialect';
+import { portableInboxReads, returningInboxRemove } from '../portable/inbox.sql';
+import { settledClaim } from '../row-mappers';
+import { SQLITE_STYLE, sqliteCode, sqliteNow } from './sqlite.helpers';
 
 /**
  * SQLite. One writer: in process, SqliteSerializer runs one transaction at a time, so a second
@@ -13,6 +15,8 @@ export function sqliteInboxSql(t: QuotedTables): InboxSql {
   const now = sqliteNow();
   const settle = `SELECT status, attempts FROM ${T} WHERE consumer = ? AND message_id = ?`;
   return {
+    ...portableInboxReads(T, SQLITE_STYLE),
+    ...returningInboxRemove(T, SQLITE_STYLE),
     async claim(exec, consumer, messageId) {
       const { rows } = await exec(
         `INSERT INTO ${T} (consumer, message_id, status, attempts, received_at, processed_at)
@@ -42,24 +46,9 @@ export function sqliteInboxSql(t: QuotedTables): InboxSql {
       const r = rows[0] ?? (await exec(settle, [consumer, messageId])).rows[0];
       return { status: r?.status ?? 'retrying', attempts: Number(r?.attempts ?? 0) };
     },
-    async find(exec, consumer, messageId) {
-      const { rows } = await exec(
-        `SELECT consumer, message_id, status, attempts, received_at, processed_at, last_error
-           FROM ${T} WHERE consumer = ? AND message_id = ?`,
-        [consumer, messageId],
-      );
-      return rows[0] ? mapInboxRow(rows[0]) : undefined;
-    },
-    async remove(exec, consumer, messageId) {
-      const { rows } = await exec(
-        `DELETE FROM ${T} WHERE consumer = ? AND message_id = ? RETURNING 1 AS n`,
-        [consumer, messageId],
-      );
-      return rows.length;
-    },
     isRetryable(error) {
       // Another process held the database file past the busy timeout.
-      const code = (error as any)?.code ?? (error as any)?.driverError?.code;
+      const code = sqliteCode(error);
       return code === 'SQLITE_BUSY' || code === 'SQLITE_BUSY_SNAPSHOT';
     },
   };

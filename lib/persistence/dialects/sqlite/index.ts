@@ -1,29 +1,32 @@
 import type { Dialect, TableNaming } from '../dialect';
-import { quotedTables, tableRefs } from '../dialect';
+import { assembleDialect } from '../dialect';
+import { portableHealthSql } from '../portable/health.sql';
 import { sqliteCleanupSql } from './cleanup.sql';
-import { sqliteHealthSql } from './health.sql';
 import { sqliteConditionalSql } from './conditional.sql';
 import { sqliteIdempotencySql } from './idempotency.sql';
 import { sqliteInboxSql } from './inbox.sql';
 import { sqliteOutboxSql } from './outbox.sql';
 import { sqliteSchema } from './schema.sql';
-
-export const quoteSqlite = (id: string) => `"${id.replace(/"/g, '""')}"`;
+import { quoteSqlite } from './sqlite.helpers';
 
 export function createSqliteDialect(naming: TableNaming): Dialect {
-  const ref = tableRefs(naming, quoteSqlite, false);
-  const tables = quotedTables(ref);
-  return {
+  return assembleDialect(naming, {
     name: 'sqlite',
+    quote: quoteSqlite,
+    useSchema: false,
     singleWriter: true,
     nonBlockingReads: true,
-    tables,
-    idempotency: sqliteIdempotencySql(tables),
-    conditional: sqliteConditionalSql(),
-    inbox: sqliteInboxSql(tables),
-    schema: sqliteSchema(ref),
-    cleanup: sqliteCleanupSql(tables),
-    health: sqliteHealthSql(tables),
-    outbox: sqliteOutboxSql(tables),
-  };
+    facets: (tables, ref) => ({
+      idempotency: sqliteIdempotencySql(tables),
+      conditional: sqliteConditionalSql(),
+      inbox: sqliteInboxSql(tables),
+      schema: sqliteSchema(ref),
+      cleanup: sqliteCleanupSql(tables),
+      health: portableHealthSql(
+        tables.outbox,
+        (c) => `CAST((julianday('now') - julianday(${c})) * 86400000 AS INTEGER)`,
+      ),
+      outbox: sqliteOutboxSql(tables),
+    }),
+  });
 }

@@ -1,4 +1,4 @@
-import type { SchemaDdl } from '../dialect';
+import type { SchemaDdl } from '../contracts/schema.contract';
 
 /**
  * SQLite DDL, written in the form TypeORM's SQLite driver writes and reads back (quoted names,

@@ -1,4 +1,4 @@
-import type { SqlExecutor } from '../sql-executor';
+import type { SqlExecutor } from '../../sql-executor';
 
 /** State of an outbox message: waiting (or in flight under a lease), published, or given up. */
 export type OutboxStatus = 'pending' | 'sent' | 'dead';
@@ -107,59 +107,3 @@ export interface OutboxSql {
 }
 
 /** Columns every dialect selects for an OutboxRow, in this order. */
-export const OUTBOX_COLUMNS =
-  'seq, id, type, payload, headers, partition_key, status, attempts, next_attempt_at, last_error, lease_owner, locked_until, created_at, sent_at';
-
-/** A time as a driver returns it: a Date, or UTC text without a zone ('YYYY-MM-DD HH:MM:SS.fff', SQLite). */
-export function outboxTime(v: unknown): Date | null {
-  if (v === null || v === undefined) return null;
-  if (v instanceof Date) return v;
-  const s = String(v);
-  return new Date(/[zZ]|[+-]\d\d:?\d\d$/.test(s) ? s : `${s.replace(' ', 'T')}Z`);
-}
-
-export function mapOutboxRow(r: any): OutboxRow {
-  return {
-    seq: String(r.seq),
-    id: String(r.id),
-    type: String(r.type),
-    payload:
-      typeof r.payload === 'string'
-        ? r.payload
-        : Buffer.isBuffer(r.payload)
-          ? r.payload.toString('utf8')
-          : JSON.stringify(r.payload),
-    headers: r.headers === null || r.headers === undefined ? null : String(r.headers),
-    partitionKey:
-      r.partition_key === null || r.partition_key === undefined ? null : String(r.partition_key),
-    status: r.status,
-    attempts: Number(r.attempts ?? 0),
-    nextAttemptAt: outboxTime(r.next_attempt_at),
-    lastError: r.last_error ?? null,
-    leaseOwner: r.lease_owner ?? null,
-    lockedUntil: outboxTime(r.locked_until),
-    createdAt: outboxTime(r.created_at) ?? new Date(NaN),
-    sentAt: outboxTime(r.sent_at),
-  };
-}
-
-/** Orders rows by sequence (RETURNING/OUTPUT give no order guarantee). */
-export const bySeq = (a: OutboxRow, b: OutboxRow): number => {
-  const x = BigInt(a.seq);
-  const y = BigInt(b.seq);
-  return x < y ? -1 : x > y ? 1 : 0;
-};
-
-/** Splits a list into chunks of at most `size` (parameter limits: 2100 on SQL Server). */
-export function chunks<T>(items: readonly T[], size: number): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
-  return out;
-}
-
-/** Turns per-status counts from `SELECT status, COUNT(*) AS n … GROUP BY status` rows into a record. */
-export function statusCounts(rows: any[]): Record<OutboxStatus, number> {
-  const out: Record<OutboxStatus, number> = { pending: 0, sent: 0, dead: 0 };
-  for (const r of rows) if (r.status in out) out[r.status as OutboxStatus] = Number(r.n);
-  return out;
-}

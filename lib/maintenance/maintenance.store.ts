@@ -1,0 +1,48 @@
+import { Injectable } from '@nestjs/common';
+import type { CleanupSql, IdempotencyRow, OutboxHealthRow } from '../persistence/dialects';
+import { DatabaseService } from '../persistence/database.service';
+import type { SqlExecutor } from '../persistence/sql-executor';
+
+/**
+ * Maintenance's way to SQL (cleanup, health, backlog gauges, admin look-ups): every statement
+ * runs outside any ambient transaction, on its own (autocommit) or, for cleanup where the
+ * dialect asks for it, in a short transaction of its own.
+ * @internal
+ */
+@Injectable()
+export class MaintenanceStore {
+  constructor(private readonly db: DatabaseService) {}
+
+  /** The dialect's retention statements (CleanupService's overridable `sql`). */
+  get cleanup(): CleanupSql {
+    return this.db.dialect.cleanup;
+  }
+
+  /**
+   * Runs one cleanup statement: autocommit on a pooled connection, or a short transaction of its
+   * own where the dialect's cleanup names an isolation level or a prelude.
+   */
+  inCleanupTransaction<T>(
+    sql: Pick<CleanupSql, 'isolation' | 'prelude'>,
+    fn: (exec: SqlExecutor) => Promise<T>,
+  ): Promise<T> {
+    const { isolation, prelude } = sql;
+    if (!isolation && !prelude?.length) return fn(this.db.autocommit());
+    return this.db.inOwnTransaction(fn, { isolation: isolation ?? 'default', prelude });
+  }
+
+  /** Outbox backlog figures (health indicator, gauges). */
+  outboxHealth(): Promise<OutboxHealthRow> {
+    return this.db.dialect.health.outboxHealth(this.db.autocommit());
+  }
+
+  /** An idempotency record by scope and key (admin inspection). */
+  findIdempotencyRecord(scope: string, key: string): Promise<IdempotencyRow | undefined> {
+    return this.db.dialect.idempotency.find(this.db.autocommit(), scope, key);
+  }
+
+  /** Deletes an idempotency record by scope and key (admin eviction); how many rows went. */
+  evictIdempotencyRecord(scope: string, key: string): Promise<number> {
+    return this.db.dialect.idempotency.evict(this.db.autocommit(), scope, key);
+  }
+}

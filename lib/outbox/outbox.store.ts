@@ -1,0 +1,71 @@
+import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import type {
+  OutboxClaimParams,
+  OutboxFailureParams,
+  OutboxInsert,
+  OutboxListParams,
+  OutboxRow,
+  OutboxSql,
+  OutboxStatus,
+  OutboxTransactionRunner,
+} from '../persistence/dialects';
+import { DatabaseService } from '../persistence/database.service';
+
+/**
+ * The outbox's way to SQL: the dialect's outbox statements on the right executor. Messages are
+ * added in the caller's transaction; the relay's and the admin's statements run on their own
+ * (autocommit), outside any ambient transaction, and a claim that needs one (MySQL) gets a
+ * short transaction of its own at the dialect's isolation level.
+ * @internal
+ */
+@Injectable()
+export class OutboxStore {
+  constructor(private readonly db: DatabaseService) {}
+
+  /** Inserts messages in the transaction of `manager` (autocommit when it has none). */
+  insert(manager: EntityManager, rows: readonly OutboxInsert[]): Promise<void> {
+    return this.sql.insert(this.db.exec(manager), rows);
+  }
+
+  claim(p: OutboxClaimParams): Promise<OutboxRow[]> {
+    const inOwnTransaction: OutboxTransactionRunner = (fn) => this.db.inOwnTransaction(fn);
+    return this.sql.claim(this.db.autocommit(), inOwnTransaction, p);
+  }
+
+  markSent(seqs: readonly string[], owner: string): Promise<number> {
+    return this.sql.markSent(this.db.autocommit(), seqs, owner);
+  }
+
+  markFailed(p: OutboxFailureParams): Promise<boolean> {
+    return this.sql.markFailed(this.db.autocommit(), p);
+  }
+
+  release(seqs: readonly string[], owner: string): Promise<number> {
+    return this.sql.release(this.db.autocommit(), seqs, owner);
+  }
+
+  list(p: OutboxListParams): Promise<OutboxRow[]> {
+    return this.sql.list(this.db.autocommit(), p);
+  }
+
+  findByIds(ids: readonly string[]): Promise<OutboxRow[]> {
+    return this.sql.findByIds(this.db.autocommit(), ids);
+  }
+
+  requeue(ids: readonly string[]): Promise<number> {
+    return this.sql.requeue(this.db.autocommit(), ids);
+  }
+
+  purgeDead(ids: readonly string[]): Promise<number> {
+    return this.sql.purgeDead(this.db.autocommit(), ids);
+  }
+
+  countByStatus(): Promise<Record<OutboxStatus, number>> {
+    return this.sql.countByStatus(this.db.autocommit());
+  }
+
+  private get sql(): OutboxSql {
+    return this.db.dialect.outbox;
+  }
+}

@@ -1,0 +1,138 @@
+import { QueryRunnerAlreadyReleasedError } from 'typeorm';
+
+/*
+ * What the drivers' errors mean, for every database in one place: "unavailable for now" (503)
+ * and "the app is wired wrong" (500). The cause-chain walks live with their callers
+ * (persistence/database-unavailable.ts, database-misconfigured.ts).
+ */
+
+/** Whether `error` or one of its causes (driverError, originalError, cause) satisfies `test`. */
+export function someCause(error: unknown, test: (e: any) => boolean): boolean {
+  const seen = new Set<unknown>();
+  let e: any = error;
+  while (e && typeof e === 'object' && !seen.has(e)) {
+    seen.add(e);
+    if (test(e)) return true;
+    e = e.driverError ?? e.originalError ?? e.cause;
+  }
+  return false;
+}
+
+/**
+ * Whether one error object (not its causes) means "the database could not do this right now"
+ * (connection refused, lost or reset, server shutting down, too many connections, a deadlock victim, a lock or connect
+ * time-out, a SQLite file busy), as opposed to a fault of the request or of the code: answered
+ * 503 with Retry-After rather than 500, since the same request (with the same Idempotency-Key)
+ * can succeed a moment later and nothing of it was committed.
+ *
+ * The drivers report these in their own ways; every form is listed here, in one place:
+ * - Node sockets (all drivers): ECONNREFUSED, ECONNRESET, ETIMEDOUT, EPIPE, EHOSTUNREACH…
+ * - PostgreSQL (pg): SQLSTATE class 08 (connection exception), 57P01-57P03 (shutdown, cannot
+ *   connect now), 53300 (too many connections), 40001 / 40P01 (serialization failure, deadlock),
+ *   55P03 (lock not available); pg's own "Connection terminated…" and pool time-out messages.
+ * - MySQL / MariaDB (mysql2): PROTOCOL_CONNECTION_LOST, errno 1040 (too many connections), 1205
+ *   (lock wait time-out), 1213 (deadlock), 2002 / 2006 / 2013 (cannot connect, gone, lost).
+ * - SQL Server (mssql / tedious): ESOCKET, ECONNCLOSED, ETIMEOUT, ENOTOPEN codes; error numbers
+ *   1205 (deadlock victim), 1222 (lock request time-out), and Azure SQL's transient 40501,
+ *   40613, 40197, 49918-49920 (not 4060, "cannot open database": a configuration error).
+ * - SQLite (better-sqlite3): SQLITE_BUSY* (another process holds the file past the busy time-out).
+ * - TypeORM: a statement on a query runner released after its connection failed.
+ */
+const SOCKET_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  // mssql / tedious connection errors
+  'ESOCKET',
+  'ECONNCLOSED',
+  'ETIMEOUT',
+  'ENOTOPEN',
+  // mysql2
+  'PROTOCOL_CONNECTION_LOST',
+  'PROTOCOL_SEQUENCE_TIMEOUT',
+  'ER_CON_COUNT_ERROR',
+  'ER_LOCK_WAIT_TIMEOUT',
+  'ER_LOCK_DEADLOCK',
+]);
+const UNAVAILABLE_PG_SQLSTATES = new Set([
+  '57P01',
+  '57P02',
+  '57P03',
+  '53300',
+  '40001',
+  '40P01',
+  '55P03',
+]);
+const UNAVAILABLE_MYSQL_ERRNOS = new Set([1040, 1205, 1213, 2002, 2006, 2013]);
+const UNAVAILABLE_MSSQL_NUMBERS = new Set([1205, 1222, 40501, 40613, 40197, 49918, 49919, 49920]);
+const PG_MESSAGES = [
+  /^Connection terminated/,
+  /timeout exceeded when trying to connect/,
+  /Client has encountered a connection error and is not queryable/,
+  /^terminating connection/,
+];
+
+export function isUnavailableDriverError(e: any): boolean {
+  if (e instanceof QueryRunnerAlreadyReleasedError) return true;
+  const code = e.code;
+  if (typeof code === 'string') {
+    if (SOCKET_CODES.has(code)) return true;
+    if (code.startsWith('SQLITE_BUSY')) return true;
+    // SQLSTATE (PostgreSQL; mysql2 puts it in sqlState): class 08 is "connection exception".
+    if (/^[0-9A-Z]{5}$/.test(code) && (code.startsWith('08') || UNAVAILABLE_PG_SQLSTATES.has(code)))
+      return true;
+  }
+  if (
+    typeof e.errno === 'number' &&
+    typeof e.sqlState === 'string' &&
+    UNAVAILABLE_MYSQL_ERRNOS.has(e.errno)
+  )
+    return true;
+  if (typeof e.number === 'number' && UNAVAILABLE_MSSQL_NUMBERS.has(e.number)) return true;
+  const message = typeof e.message === 'string' ? e.message : '';
+  return PG_MESSAGES.some((re) => re.test(message));
+}
+
+/**
+ * Whether one error object (not its causes) is a database error saying that a table, column or schema does not exist. The drivers report
+ * these in their own ways; every form is listed here, in one place:
+ * - PostgreSQL (pg): SQLSTATE 42P01 (undefined table), 42703 (undefined column), 3F000
+ *   (invalid schema name).
+ * - MySQL / MariaDB (mysql2): ER_NO_SUCH_TABLE (errno 1146), ER_BAD_FIELD_ERROR (1054).
+ * - SQL Server (mssql / tedious): error numbers 208 ("Invalid object name"), 207 ("Invalid
+ *   column name", SQ_BADCOL).
+ * - SQLite (better-sqlite3): SQLITE_ERROR "no such table", "no such column", "table … has no
+ *   column named …".
+ */
+const MISCONFIGURED_PG_SQLSTATES = new Set(['42P01', '42703', '3F000']);
+const MISCONFIGURED_MYSQL_CODES = new Set(['ER_NO_SUCH_TABLE', 'ER_BAD_FIELD_ERROR']);
+const MISCONFIGURED_MYSQL_ERRNOS = new Set([1146, 1054]);
+const MISCONFIGURED_MSSQL_NUMBERS = new Set([207, 208]);
+const MISCONFIGURED_SQLITE_MESSAGES = [
+  /^no such table: /,
+  /^no such column: /,
+  /has no column named /,
+];
+
+export function isMisconfiguredDriverError(e: any): boolean {
+  const code = e.code;
+  if (typeof code === 'string') {
+    if (MISCONFIGURED_PG_SQLSTATES.has(code) || MISCONFIGURED_MYSQL_CODES.has(code)) return true;
+    if (code.startsWith('SQLITE_ERROR')) {
+      const message = typeof e.message === 'string' ? e.message : '';
+      return MISCONFIGURED_SQLITE_MESSAGES.some((re) => re.test(message));
+    }
+  }
+  if (
+    typeof e.errno === 'number' &&
+    typeof e.sqlState === 'string' &&
+    MISCONFIGURED_MYSQL_ERRNOS.has(e.errno)
+  )
+    return true;
+  return typeof e.number === 'number' && MISCONFIGURED_MSSQL_NUMBERS.has(e.number);
+}
