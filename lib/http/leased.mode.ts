@@ -5,19 +5,13 @@ import {
   gateAfterReservationCommit,
   publishGate,
 } from '../diagnostics/diagnostics.channels';
-import { type DatabaseService } from '../persistence/database.service';
-import type {
-  IdempotencyLedger,
-  LedgerDecision,
-  Reservation,
-} from '../persistence/idempotency-ledger';
-import { errorText, type GateAnswers } from './gate-answers';
+import type { LedgerDecision, Reservation } from '../persistence/idempotency-ledger';
+import { errorText } from './gate-answers';
 import { Abort, type GuardedRequest } from './guarded-request';
-import type { HandlerExecution } from './handler-execution';
 import { rawResponse } from './http-platform';
-import type { InFlightRegistry } from './in-flight.registry';
 import { LeaseKeeper } from './lease-keeper';
 import { ResponseCapture } from './response-capture';
+import { GateMode } from './gate.mode';
 
 /**
  * Leased mode: the reservation is committed first with a lease (renewed while the handler runs),
@@ -25,16 +19,12 @@ import { ResponseCapture } from './response-capture';
  * handlers with effects outside the database: a retry meets the committed `started` record.
  * @internal
  */
-export class LeasedMode {
-  constructor(
-    private readonly db: DatabaseService,
-    private readonly ledger: IdempotencyLedger,
-    private readonly answers: GateAnswers,
-    private readonly handler: HandlerExecution,
-    private readonly registry: InFlightRegistry,
-  ) {}
-
-  async run(g: GuardedRequest, next: CallHandler, subscriber: Subscriber<unknown>): Promise<void> {
+export class LeasedMode extends GateMode {
+  override async run(
+    g: GuardedRequest,
+    next: CallHandler,
+    subscriber: Subscriber<unknown>,
+  ): Promise<void> {
     let decision: LedgerDecision | undefined;
     try {
       // Autocommit: each reservation statement is atomic on its own (guarded insert, then a
@@ -48,11 +38,7 @@ export class LeasedMode {
         return this.handler.afterFailure(e, g, undefined, subscriber);
     }
     if (!decision) return;
-    if (decision.kind !== 'reserved') {
-      const answer = await this.answers.waitOrAnswer(g, this.answers.of(g, decision));
-      if (answer) return this.answers.send(g, answer, subscriber);
-      return this.run(g, next, subscriber);
-    }
+    if (decision.kind !== 'reserved') return this.settle(g, decision, next, subscriber);
     this.answers.reserved(g, decision);
     const { reservation } = decision;
     g.inFlightTicket = this.registry.enter(g.info.scope, g.info.key);

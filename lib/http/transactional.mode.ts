@@ -1,14 +1,11 @@
 import type { CallHandler } from '@nestjs/common';
 import type { Subscriber } from 'rxjs';
 import { gateAfterCommit, publishGate } from '../diagnostics/diagnostics.channels';
-import { type DatabaseService } from '../persistence/database.service';
-import type { IdempotencyLedger, LedgerDecision } from '../persistence/idempotency-ledger';
-import type { GateAnswers } from './gate-answers';
+import type { LedgerDecision } from '../persistence/idempotency-ledger';
 import type { GuardedRequest } from './guarded-request';
-import type { HandlerExecution } from './handler-execution';
 import { rawResponse } from './http-platform';
-import type { InFlightRegistry } from './in-flight.registry';
 import { ResponseCapture } from './response-capture';
+import { GateMode } from './gate.mode';
 
 /**
  * Transactional mode: reservation, handler and completion in ONE transaction; a crash rolls it
@@ -16,16 +13,12 @@ import { ResponseCapture } from './response-capture';
  * key outside any transaction (the ledger's read-first policy).
  * @internal
  */
-export class TransactionalMode {
-  constructor(
-    private readonly db: DatabaseService,
-    private readonly ledger: IdempotencyLedger,
-    private readonly answers: GateAnswers,
-    private readonly handler: HandlerExecution,
-    private readonly registry: InFlightRegistry,
-  ) {}
-
-  async run(g: GuardedRequest, next: CallHandler, subscriber: Subscriber<unknown>): Promise<void> {
+export class TransactionalMode extends GateMode {
+  override async run(
+    g: GuardedRequest,
+    next: CallHandler,
+    subscriber: Subscriber<unknown>,
+  ): Promise<void> {
     if (this.ledger.shouldReadFirst(g.opts)) {
       const settled = await this.ledger.lookUpCompleted(g.ledger);
       if (settled) {
@@ -52,11 +45,7 @@ export class TransactionalMode {
     }
     if (!decision) return;
     this.ledger.observe(g.opts, decision.kind === 'replay');
-    if (decision.kind !== 'reserved') {
-      const answer = await this.answers.waitOrAnswer(g, this.answers.of(g, decision));
-      if (answer) return this.answers.send(g, answer, subscriber);
-      return this.run(g, next, subscriber);
-    }
+    if (decision.kind !== 'reserved') return this.settle(g, decision, next, subscriber);
     // Diagnostics channel: the business transaction has committed, no byte has left yet.
     publishGate(gateAfterCommit, g.info);
     if (capture) this.answers.created(g, capture);
