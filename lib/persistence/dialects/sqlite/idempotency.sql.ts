@@ -4,6 +4,13 @@ import { mapIdempotencyRow } from '../row-mappers';
 import { sqliteNow } from './sqlite.helpers';
 
 /**
+ * SQLite keeps reserve-then-complete (no single write): its transactions are deferred, so they
+ * take the write lock at their first write. A claim that only read would let another process
+ * commit between that read and the handler's first write, and SQLite in WAL mode answers such an
+ * upgrade with SQLITE_BUSY_SNAPSHOT at once, without waiting (seen as 503s with two processes on
+ * one database file, test/e2e/inbox-full-flow.spec.ts). The reservation insert, as the
+ * transaction's first statement, takes the write lock through the busy handler instead.
+ *
  * SQLite: one writer, and every transaction is serialized in process by SqliteSerializer, so
  * the insert never meets another transaction's uncommitted row; duplicates of an in-flight
  * request are caught earlier by the store's in-process in-flight registry.
@@ -16,49 +23,6 @@ export function sqliteIdempotencySql(t: QuotedTables): IdempotencySql {
                 CASE WHEN locked_until IS NULL THEN 0
                      ELSE MAX(0, CAST((julianday(locked_until) - julianday('now')) * 86400000 AS INTEGER)) END AS lease_remaining_ms`;
   return {
-    singleWrite: {
-      // One writer: the transaction is serialized in process, so no other transaction can hold
-      // the key; duplicates of an in-flight request are answered by the in-flight registry.
-      async claim(exec, p) {
-        const { rows } = await exec(
-          `SELECT ${rowColumns} FROM ${T} WHERE scope = ? AND idempotency_key = ?`,
-          [p.scope, p.key],
-        );
-        return { locked: false, row: rows[0] ? mapIdempotencyRow(rows[0]) : undefined };
-      },
-      async insertCompleted(exec, p) {
-        if (p.replace) {
-          const { rows } = await exec(
-            `UPDATE ${T}
-                SET request_hash = ?, state = 'completed', response_status = ?, response_headers = ?,
-                    response_body = ?, lease_token = NULL, locked_until = NULL,
-                    created_at = ${now}, completed_at = ${now}, expires_at = ${sqliteNow('?')}
-              WHERE id = ?
-                AND (expires_at <= ${now} OR (state = 'started' AND locked_until <= ${now} AND lease_token IS ?))
-              RETURNING id`,
-            [
-              p.requestHash,
-              p.status,
-              p.headers,
-              p.body,
-              p.ttlMs,
-              p.replace.id,
-              p.replace.expectedToken,
-            ],
-          );
-          return rows.length === 1;
-        }
-        const { rows } = await exec(
-          `INSERT INTO ${T} (scope, idempotency_key, request_hash, state, response_status, response_headers,
-                             response_body, created_at, completed_at, expires_at)
-           VALUES (?, ?, ?, 'completed', ?, ?, ?, ${now}, ${now}, ${sqliteNow('?')})
-           ON CONFLICT (scope, idempotency_key) DO NOTHING
-           RETURNING id`,
-          [p.scope, p.key, p.requestHash, p.status, p.headers, p.body, p.ttlMs],
-        );
-        return rows.length === 1;
-      },
-    },
     async reserve(exec, p) {
       const { rows } = await exec(
         `INSERT INTO ${T} (scope, idempotency_key, request_hash, state, lease_token, locked_until, created_at, expires_at)
