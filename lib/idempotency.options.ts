@@ -1,5 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import type { OutboxPublisher } from './outbox/outbox-publisher.interface';
+import { stripUndefined } from './internal/strip-undefined';
 
 /** How a guarded handler runs relative to its reservation. See README "Execution modes". */
 export type IdempotencyMode = 'transactional' | 'leased';
@@ -557,13 +558,6 @@ function validateOptions(o: ResolvedIdempotencyOptions): void {
   if (!(o.health.maxPendingAgeMs > 0))
     fail('health.maxPendingAgeMs must be a positive number of milliseconds');
   if (!(o.health.maxDeadLetters >= 0)) fail('health.maxDeadLetters must be >= 0');
-}
-
-function stripUndefined<T extends object>(o: T): Partial<T> {
-  const out: Partial<T> = {};
-  for (const [k, v] of Object.entries(o))
-    if (v !== undefined) (out as Record<string, unknown>)[k] = v;
-  return out;
 }
 
 /** Outbox defaults; an unset publishTimeoutMs follows a short leaseMs (half of it) so that it stays below the lease. */

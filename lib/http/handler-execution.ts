@@ -3,6 +3,7 @@ import { Readable } from 'node:stream';
 import type { Subscriber } from 'rxjs';
 import type { ResolvedEndpointOptions, ResolvedIdempotencyOptions } from '../idempotency.options';
 import { type MetricsService } from '../maintenance/metrics.service';
+import { resolveWithin } from '../internal/timeouts';
 import { isMisconfiguration } from '../persistence/database-misconfigured';
 import { type DatabaseService } from '../persistence/database.service';
 import type { IdempotencyLedger, Reservation } from '../persistence/idempotency-ledger';
@@ -70,7 +71,7 @@ export class HandlerExecution {
         complete: () => subscriber.complete(),
       }),
     );
-    const captured = await withTimeout(capture.done, CAPTURE_TIMEOUT_MS);
+    const captured = await resolveWithin(capture.done, CAPTURE_TIMEOUT_MS);
     // Throws (500 misconfigured, rolled back) when a write escaped under strayWrites 'error'.
     this.db.strayWrites.end(strayWrites);
     const instance = requestPath(g.req);
@@ -205,21 +206,4 @@ function snapshotOf(
   if (opts.oversizedResponse === 'store-status-only')
     return { status: c.status, headers, body: null, bodyOmitted: true };
   return undefined;
-}
-
-/** Resolves with undefined when `p` has not settled within `ms`. */
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => resolve(undefined), ms);
-    p.then(
-      (v) => {
-        clearTimeout(t);
-        resolve(v);
-      },
-      (e) => {
-        clearTimeout(t);
-        reject(e);
-      },
-    );
-  });
 }

@@ -14,6 +14,8 @@ import { DatabaseService } from '../persistence/database.service';
 import { ReadFirstPolicy } from '../persistence/read-first.policy';
 import type { InboxClaim, InboxRow, InboxSql } from '../persistence/dialects';
 import { settledClaim } from '../persistence/dialects/dialect';
+import { retryWithJitter } from '../internal/jittered-retry';
+import { stripUndefined } from '../internal/strip-undefined';
 import { InboxMessageFailedError } from './inbox.errors';
 import type { InboxProcessOptions, InboxResult } from './inbox.interfaces';
 import {
@@ -35,7 +37,7 @@ export const MAX_MESSAGE_ID_LENGTH = 255;
 /** Longest stored error text. */
 const MAX_ERROR_LENGTH = 4000;
 /** Claims retried after a deadlock / lock timeout before the delivery fails (the broker redelivers). */
-const CLAIM_TRIES = 5;
+const CLAIM_RETRY = { tries: 5, stepMs: 5, jitterMs: 20 };
 /** Claims repeated in one transaction when the record changed under the claim. */
 const CLAIM_AGAIN = 3;
 
@@ -110,20 +112,20 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
         return this.settle(consumer, messageId, settled, undefined as T, opts);
       }
     }
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const result = await this.processOnce(consumer, messageId, handler, opts);
-        this.redeliveries.observe(consumer, result.duplicate);
-        return result;
-      } catch (e) {
-        if (!(e instanceof ClaimFailed)) throw e;
-        if (!this.sql.isRetryable(e.reason)) throw e.reason;
-        if (attempt >= CLAIM_TRIES) {
-          this.logger?.warn?.(CLAIM_RETRIES_EXHAUSTED(consumer, messageId, attempt));
-          throw e.reason;
-        }
-        await sleep(5 * attempt + Math.random() * 20);
-      }
+    try {
+      const result = await retryWithJitter(
+        () => this.processOnce(consumer, messageId, handler, opts),
+        {
+          ...CLAIM_RETRY,
+          retryable: (e) => e instanceof ClaimFailed && this.sql.isRetryable(e.reason),
+          exhausted: (_, attempts) =>
+            this.logger?.warn?.(CLAIM_RETRIES_EXHAUSTED(consumer, messageId, attempts)),
+        },
+      );
+      this.redeliveries.observe(consumer, result.duplicate);
+      return result;
+    } catch (e) {
+      throw e instanceof ClaimFailed ? e.reason : e;
     }
   }
 
@@ -274,31 +276,25 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
     opts: Required<InboxOptions>,
   ): Promise<InboxResult<T>> {
     let count;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        count = await this.db.inNewTransaction(() =>
-          this.sql.recordFailure(
-            this.db.exec(),
-            consumer,
-            messageId,
-            describe(error),
-            opts.maxAttempts,
+    try {
+      // A deadlock victim or a serialization failure: the count is run again, else a lost
+      // count would let a failing message be retried past maxAttempts.
+      count = await retryWithJitter(
+        () =>
+          this.db.inNewTransaction(() =>
+            this.sql.recordFailure(
+              this.db.exec(),
+              consumer,
+              messageId,
+              describe(error),
+              opts.maxAttempts,
+            ),
           ),
-        );
-        break;
-      } catch (recordError) {
-        // A deadlock victim or a serialization failure: the count is run again, else a lost
-        // count would let a failing message be retried past maxAttempts.
-        if (attempt < CLAIM_TRIES && this.sql.isRetryable(recordError)) {
-          await sleep(5 * attempt + Math.random() * 20);
-          continue;
-        }
-        this.logger?.error(
-          FAILURE_NOT_RECORDED(consumer, messageId),
-          (recordError as Error)?.stack,
-        );
-        throw error;
-      }
+        { ...CLAIM_RETRY, retryable: (e) => this.sql.isRetryable(e) },
+      );
+    } catch (recordError) {
+      this.logger?.error(FAILURE_NOT_RECORDED(consumer, messageId), (recordError as Error)?.stack);
+      throw error;
     }
     if (count.status === 'processed') {
       // Another delivery of the same message committed meanwhile: nothing is left to do.
@@ -343,13 +339,4 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
 function describe(error: unknown): string {
   const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
   return text.length > MAX_ERROR_LENGTH ? text.slice(0, MAX_ERROR_LENGTH) : text;
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function stripUndefined<T extends object>(o: T): Partial<T> {
-  const out: Partial<T> = {};
-  for (const [k, v] of Object.entries(o))
-    if (v !== undefined) (out as Record<string, unknown>)[k] = v;
-  return out;
 }

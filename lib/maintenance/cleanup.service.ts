@@ -13,6 +13,7 @@ import type { CleanupBatch, CleanupSql } from '../persistence/dialects';
 import type { EntityManager } from 'typeorm';
 import type { SqlExecutor } from '../persistence/sql-executor';
 import { executorFor } from '../persistence/sql-executor';
+import { retryWithJitter } from '../internal/jittered-retry';
 import { CLEANUP_RUN_FAILED, CLEANUP_STATEMENT_FAILED } from './maintenance.messages';
 import { MetricsService } from './metrics.service';
 
@@ -252,15 +253,13 @@ export class CleanupService implements OnApplicationBootstrap, BeforeApplication
   }
 
   /** Runs a statement again (up to 3 tries in all) after a deadlock, lock timeout or busy database. */
-  private async withRetries<T>(fn: () => Promise<T>): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await fn();
-      } catch (e) {
-        if (attempt >= 3 || this.stopped || !this.sql.isRetryable(e)) throw e;
-        await new Promise((r) => setTimeout(r, 10 * attempt + Math.random() * 20));
-      }
-    }
+  private withRetries<T>(fn: () => Promise<T>): Promise<T> {
+    return retryWithJitter(fn, {
+      tries: 3,
+      stepMs: 10,
+      jitterMs: 20,
+      retryable: (e) => !this.stopped && this.sql.isRetryable(e),
+    });
   }
 
   /** Autocommit on a pooled connection, or a short transaction (the dialect's isolation level and prelude). */

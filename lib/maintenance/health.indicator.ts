@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { HealthOptions, ResolvedIdempotencyOptions } from '../idempotency.options';
+import { stripUndefined } from '../internal/strip-undefined';
 import { DatabaseService } from '../persistence/database.service';
 import type { OutboxHealthRow } from '../persistence/dialects';
 import { executorFor } from '../persistence/sql-executor';
@@ -120,8 +121,4 @@ export class IdempotencyHealthIndicator {
   protected readOutbox(): Promise<OutboxHealthRow> {
     return this.db.dialect.health.outboxHealth(executorFor(this.db.dataSource.manager));
   }
-}
-
-function stripUndefined<T extends object>(o: T): Partial<T> {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }

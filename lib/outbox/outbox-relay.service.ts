@@ -11,6 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options';
+import { rejectAfter } from '../internal/timeouts';
 import { MetricsService } from '../maintenance/metrics.service';
 import { DatabaseService } from '../persistence/database.service';
 import type { OutboxRow, OutboxSql, OutboxTransactionRunner } from '../persistence/dialects';
@@ -270,6 +271,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     rows: OutboxRow[],
   ): Promise<{ outcomes: Array<Error | undefined>; messages: Array<OutboxMessage | undefined> }> {
     const timeoutMs = this.options.outbox.publishTimeoutMs;
+    const timeoutError = () => new OutboxPublishTimeoutError(PUBLISH_TIMEOUT(timeoutMs));
     const outcomes: Array<Error | undefined> = new Array(rows.length).fill(undefined);
     const byRow: Array<OutboxMessage | undefined> = new Array(rows.length).fill(undefined);
     const messages: OutboxMessage[] = [];
@@ -285,7 +287,11 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     });
     if (publisher.publishBatch) {
       try {
-        const results = await withTimeout(publisher.publishBatch(messages), timeoutMs);
+        const results = await rejectAfter(
+          publisher.publishBatch(messages),
+          timeoutMs,
+          timeoutError,
+        );
         messages.forEach((_, k) => (outcomes[index[k]] = toError(results[k], true)));
       } catch (e) {
         for (const i of index) outcomes[i] = toError(e);
@@ -294,7 +300,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       await Promise.all(
         messages.map(async (m, k) => {
           try {
-            await withTimeout(publisher.publish(m), timeoutMs);
+            await rejectAfter(publisher.publish(m), timeoutMs, timeoutError);
           } catch (e) {
             outcomes[index[k]] = toError(e);
           }
@@ -381,18 +387,4 @@ function toError(e: unknown, allowUndefined = false): Error | undefined {
   if (e === undefined || e === null)
     return allowUndefined ? undefined : new Error('publish failed');
   return e instanceof Error ? e : new Error(String(e));
-}
-
-async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      promise,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new OutboxPublishTimeoutError(PUBLISH_TIMEOUT(ms))), ms);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
