@@ -14,8 +14,8 @@ export { IdempotencyInterceptor } from './http/idempotency.interceptor';
 export { IdempotencyExceptionFilter } from './http/idempotency-exception.filter';
 export { IdempotencyContext, IdempotencyKey, deriveKey } from './http/idempotency-context';
 export type { IdempotencyInfo } from './http/idempotency-context';
-export { ProblemException, PROBLEM_TYPES } from './http/idempotency.errors';
-export type { ProblemDetails } from './http/idempotency.errors';
+export { ProblemException, PROBLEM_TYPES, ProblemDetailsFilter } from './problem-details';
+export type { ProblemDetails } from './problem-details';
 export { parseIdempotencyKey } from './http/idempotency-key.parser';
 export { canonicalJson } from './http/canonical-json';
 export { requestFingerprint } from './http/request-fingerprint';
@@ -105,4 +105,3 @@ export type {
 export { IdempotencyAdminModule } from './maintenance/admin.module';
 export { createAdminController, ADMIN_PROBLEM_TYPES } from './maintenance/admin.controller';
 export type { AdminControllerOptions } from './maintenance/admin.controller';
-export { ProblemDetailsFilter } from './http/problem-details.filter';

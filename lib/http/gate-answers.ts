@@ -4,15 +4,10 @@ import type { IdempotencyEvent, ResolvedIdempotencyOptions } from '../idempotenc
 import { type MetricsService } from '../maintenance/metrics.service';
 import type { LedgerDecision, SettledDecision } from '../persistence/idempotency-ledger';
 import type { GuardedRequest } from './guarded-request';
-import { problemAnswer, replayAnswer, ReplayResponse } from './idempotency-exception.filter';
-import {
-  inProgress,
-  keyReused,
-  PROBLEM_TYPES,
-  type ProblemException,
-  storedResponseUnreadable,
-} from './idempotency.errors';
-import { requestPath } from './http-platform';
+import { problemAnswer, PROBLEM_TYPES, type ProblemException } from '../problem-details';
+import { replayAnswer, ReplayResponse } from './idempotency-exception.filter';
+import { inProgress, keyReused, storedResponseUnreadable } from './idempotency.errors';
+import { requestPath } from '../internal/http-platform';
 import type { ResponseCapture } from './response-capture';
 import { decodeSnapshot, type ResponseSnapshot } from './response-snapshot';
 

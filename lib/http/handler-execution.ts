@@ -4,21 +4,15 @@ import type { Subscriber } from 'rxjs';
 import type { ResolvedEndpointOptions, ResolvedIdempotencyOptions } from '../idempotency.options';
 import { type MetricsService } from '../maintenance/metrics.service';
 import { resolveWithin } from '../internal/timeouts';
+import { misconfigured, problemAnswer, sendProblem, serviceUnavailable } from '../problem-details';
 import { isMisconfiguration } from '../persistence/database-misconfigured';
 import { type DatabaseService } from '../persistence/database.service';
 import type { IdempotencyLedger, Reservation } from '../persistence/idempotency-ledger';
 import { errorText, type GateAnswer, type GateAnswers } from './gate-answers';
 import { Abort, type GuardedRequest } from './guarded-request';
 import { trackHandlerBody } from './handler-body.tracker';
-import { requestPath } from './http-platform';
-import { problemAnswer, sendProblem } from './idempotency-exception.filter';
-import {
-  leaseLost,
-  misconfigured,
-  notSnapshottable,
-  responseTooLarge,
-  serviceUnavailable,
-} from './idempotency.errors';
+import { requestPath } from '../internal/http-platform';
+import { leaseLost, notSnapshottable, responseTooLarge } from './idempotency.errors';
 import { CAPTURE_TIMEOUT } from './idempotency.messages';
 import { type CapturedResponse, type ResponseCapture } from './response-capture';
 import { encodeSnapshot, type ResponseSnapshot, storableHeaders } from './response-snapshot';

@@ -23,7 +23,7 @@ import {
   queryString,
   requestPath,
   routeTemplate,
-} from './http-platform';
+} from '../internal/http-platform';
 import { IDEMPOTENCY_INFO, IdempotencyInfo, keyHashOf } from './idempotency-context';
 import type { ReplayHeaders } from './idempotency-exception.filter';
 import { invalidKey, missingKey } from './idempotency.errors';

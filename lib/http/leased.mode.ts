@@ -14,7 +14,7 @@ import type {
 import { errorText, type GateAnswers } from './gate-answers';
 import { Abort, type GuardedRequest } from './guarded-request';
 import type { HandlerExecution } from './handler-execution';
-import { rawResponse } from './http-platform';
+import { rawResponse } from '../internal/http-platform';
 import type { InFlightRegistry } from './in-flight.registry';
 import { LeaseKeeper } from './lease-keeper';
 import { ResponseCapture } from './response-capture';

@@ -6,7 +6,7 @@ import type { IdempotencyLedger, LedgerDecision } from '../persistence/idempoten
 import type { GateAnswers } from './gate-answers';
 import type { GuardedRequest } from './guarded-request';
 import type { HandlerExecution } from './handler-execution';
-import { rawResponse } from './http-platform';
+import { rawResponse } from '../internal/http-platform';
 import type { InFlightRegistry } from './in-flight.registry';
 import { ResponseCapture } from './response-capture';
 
