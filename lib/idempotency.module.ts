@@ -19,7 +19,7 @@ import { InboxService } from './inbox/inbox.service';
 import { IdempotencyAdminService } from './maintenance/admin.service';
 import { CleanupService } from './maintenance/cleanup.service';
 import { IdempotencyHealthIndicator } from './maintenance/health.indicator';
-import { MetricsService } from './maintenance/metrics.service';
+import { MetricsService } from './observability/metrics.service';
 import { OutboxGaugesObserver } from './maintenance/outbox-gauges.observer';
 import { OutboxAdminService } from './outbox/outbox-admin.service';
 import { OutboxPublisherCheck } from './outbox/outbox-publisher.check';

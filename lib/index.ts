@@ -85,8 +85,8 @@ export { getIdempotencyMigrations } from './persistence/migrations';
 export type { MigrationNamingOptions } from './persistence/migrations';
 
 // Maintenance
-export { MetricsService, METER_NAME, METRIC_NAMES } from './maintenance/metrics.service';
-export type { OutboxBacklogSnapshot } from './maintenance/metrics.service';
+export { MetricsService, METER_NAME, METRIC_NAMES } from './observability/metrics.service';
+export type { OutboxBacklogSnapshot } from './observability/metrics.service';
 export { CleanupService } from './maintenance/cleanup.service';
 export type { CleanupReport, CleanupRunOptions, CleanupTable } from './maintenance/cleanup.service';
 export { IdempotencyHealthIndicator } from './maintenance/health.indicator';

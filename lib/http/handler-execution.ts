@@ -2,7 +2,7 @@ import { type CallHandler, StreamableFile } from '@nestjs/common';
 import { Readable } from 'node:stream';
 import type { Subscriber } from 'rxjs';
 import type { ResolvedEndpointOptions, ResolvedIdempotencyOptions } from '../idempotency.options';
-import { type MetricsService } from '../maintenance/metrics.service';
+import { type MetricsService } from '../observability/metrics.service';
 import { resolveWithin } from '../internal/timeouts';
 import { misconfigured, problemAnswer, sendProblem, serviceUnavailable } from '../problem-details';
 import { isMisconfiguration } from '../persistence/database-misconfigured';

@@ -9,7 +9,7 @@ import type {
   ResolvedIdempotencyOptions,
 } from '../idempotency.options';
 import { resolveEndpointOptions } from '../idempotency.options';
-import { MetricsService } from '../maintenance/metrics.service';
+import { MetricsService } from '../observability/metrics.service';
 import { DatabaseService } from '../persistence/database.service';
 import { IdempotencyLedger } from '../persistence/idempotency-ledger';
 import { toRetryAfterSeconds } from '../persistence/time';

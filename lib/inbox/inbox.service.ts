@@ -1,14 +1,8 @@
-import {
-  Inject,
-  Injectable,
-  Logger,
-  LoggerService,
-  OnModuleDestroy,
-  OnModuleInit,
-} from '@nestjs/common';
+import { Inject, Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { InboxOptions, ResolvedIdempotencyOptions } from '../idempotency.options';
-import { MetricsService } from '../maintenance/metrics.service';
+import { LibraryLogger } from '../observability/library-logger';
+import { MetricsService } from '../observability/metrics.service';
 import { QueryRunnerAlreadyReleasedError } from 'typeorm';
 import { DatabaseService } from '../persistence/database.service';
 import { ReadFirstPolicy } from '../persistence/read-first.policy';
@@ -59,7 +53,7 @@ class ClaimFailed extends Error {
  */
 @Injectable()
 export class InboxService implements OnModuleInit, OnModuleDestroy {
-  protected readonly logger: LoggerService | undefined;
+  protected readonly logger: LibraryLogger;
   /** Per consumer: whether deliveries are mostly redeliveries, which a read answers best. */
   private readonly redeliveries = new ReadFirstPolicy();
 
@@ -68,7 +62,7 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
     protected readonly metrics: MetricsService,
     @Inject(IDEMPOTENCY_OPTIONS) protected readonly options: ResolvedIdempotencyOptions,
   ) {
-    this.logger = options.logger === false ? undefined : (options.logger ?? new Logger('Inbox'));
+    this.logger = new LibraryLogger(options.logger, 'Inbox');
   }
 
   onModuleInit(): void {
@@ -119,7 +113,7 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
           ...CLAIM_RETRY,
           retryable: (e) => e instanceof ClaimFailed && this.sql.isRetryable(e.reason),
           exhausted: (_, attempts) =>
-            this.logger?.warn?.(CLAIM_RETRIES_EXHAUSTED(consumer, messageId, attempts)),
+            this.logger.warn(CLAIM_RETRIES_EXHAUSTED(consumer, messageId, attempts)),
         },
       );
       this.redeliveries.observe(consumer, result.duplicate);
@@ -206,7 +200,7 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
       if (connectionLost || e instanceof QueryRunnerAlreadyReleasedError) {
         // Not the message's fault: counting it would let a database outage use up maxAttempts
         // and record a good message as failed (acknowledged, never handled).
-        this.logger?.warn?.(CONNECTION_LOST(consumer, messageId));
+        this.logger.warn(CONNECTION_LOST(consumer, messageId));
         throw e;
       }
       return this.afterFailure(consumer, messageId, e, opts);
@@ -293,7 +287,7 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
         { ...CLAIM_RETRY, retryable: (e) => this.sql.isRetryable(e) },
       );
     } catch (recordError) {
-      this.logger?.error(FAILURE_NOT_RECORDED(consumer, messageId), (recordError as Error)?.stack);
+      this.logger.error(FAILURE_NOT_RECORDED(consumer, messageId), (recordError as Error)?.stack);
       throw error;
     }
     if (count.status === 'processed') {
@@ -303,7 +297,7 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
     }
     if (count.status !== 'failed') throw error;
     this.metrics.inboxFailed.add(1, { consumer });
-    this.logger?.error(GAVE_UP(consumer, messageId, count.attempts), (error as Error)?.stack);
+    this.logger.error(GAVE_UP(consumer, messageId, count.attempts), (error as Error)?.stack);
     if (opts.onMaxAttempts === 'rethrow') throw error;
     return { status: 'failed', duplicate: false, attempts: count.attempts, error };
   }

@@ -2,8 +2,6 @@ import {
   BeforeApplicationShutdown,
   Inject,
   Injectable,
-  Logger,
-  LoggerService,
   OnApplicationBootstrap,
 } from '@nestjs/common';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
@@ -15,7 +13,8 @@ import type { SqlExecutor } from '../persistence/sql-executor';
 import { executorFor } from '../persistence/sql-executor';
 import { retryWithJitter } from '../internal/jittered-retry';
 import { CLEANUP_RUN_FAILED, CLEANUP_STATEMENT_FAILED } from './maintenance.messages';
-import { MetricsService } from './metrics.service';
+import { LibraryLogger } from '../observability/library-logger';
+import { MetricsService } from '../observability/metrics.service';
 
 /** The tables retention cleanup works on. */
 export type CleanupTable = 'idempotency' | 'outbox' | 'inbox';
@@ -61,7 +60,7 @@ const TABLES: CleanupTable[] = ['idempotency', 'outbox', 'inbox'];
  */
 @Injectable()
 export class CleanupService implements OnApplicationBootstrap, BeforeApplicationShutdown {
-  private readonly logger: LoggerService | undefined;
+  private readonly logger: LibraryLogger;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<CleanupReport> | undefined;
   private stopped = false;
@@ -75,8 +74,7 @@ export class CleanupService implements OnApplicationBootstrap, BeforeApplication
     private readonly metrics: MetricsService,
     @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
   ) {
-    this.logger =
-      options.logger === false ? undefined : (options.logger ?? new Logger('IdempotencyCleanup'));
+    this.logger = new LibraryLogger(options.logger, 'IdempotencyCleanup');
   }
 
   onApplicationBootstrap(): void {
@@ -145,7 +143,7 @@ export class CleanupService implements OnApplicationBootstrap, BeforeApplication
     this.timer = setTimeout(() => {
       this.timer = undefined;
       this.runOnce()
-        .catch((e) => this.logger?.error(CLEANUP_RUN_FAILED(String(e?.message ?? e))))
+        .catch((e) => this.logger.error(CLEANUP_RUN_FAILED(String(e?.message ?? e))))
         .finally(() => this.schedule());
     }, this.nextDelay());
     this.timer.unref?.();
@@ -234,7 +232,7 @@ export class CleanupService implements OnApplicationBootstrap, BeforeApplication
       report.errors[table] = message;
       if (this.lastErrors.get(table) !== message) {
         this.lastErrors.set(table, message);
-        this.logger?.warn(CLEANUP_STATEMENT_FAILED(table, message));
+        this.logger.warn(CLEANUP_STATEMENT_FAILED(table, message));
       }
       return -1;
     }
@@ -276,17 +274,14 @@ export class CleanupService implements OnApplicationBootstrap, BeforeApplication
   }
 
   private logRun(r: CleanupReport): void {
-    if (!this.logger) return;
+    if (!this.logger.enabled) return;
     const total = r.deleted.idempotency + r.deleted.outbox + r.deleted.inbox;
-    const line = JSON.stringify({
-      event: 'cleanup.run',
+    this.logger.event(total > 0 ? 'log' : 'debug', 'cleanup.run', {
       deleted: r.deleted,
       statements: r.statements,
       ms: r.durationMs,
       pausedMs: r.pausedMs,
       caughtUp: r.caughtUp,
     });
-    if (total > 0) this.logger.log(line);
-    else this.logger.debug?.(line);
   }
 }

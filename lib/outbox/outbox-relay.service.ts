@@ -2,8 +2,6 @@ import {
   BeforeApplicationShutdown,
   Inject,
   Injectable,
-  Logger,
-  LoggerService,
   OnApplicationBootstrap,
 } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
@@ -12,7 +10,8 @@ import { hostname } from 'node:os';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options';
 import { rejectAfter } from '../internal/timeouts';
-import { MetricsService } from '../maintenance/metrics.service';
+import { LibraryLogger, type LibraryLogLevel } from '../observability/library-logger';
+import { MetricsService } from '../observability/metrics.service';
 import { DatabaseService } from '../persistence/database.service';
 import type { OutboxRow, OutboxSql, OutboxTransactionRunner } from '../persistence/dialects';
 import { executorFor, type SqlExecutor } from '../persistence/sql-executor';
@@ -65,7 +64,7 @@ export interface OutboxBatchResult {
 export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShutdown {
   /** Identifies this relay in lease owners (`<host>/<pid>/<random>#<batch>`). */
   readonly relayId = `${hostname().slice(0, 64)}/${process.pid}/${randomUUID().slice(0, 8)}`;
-  protected readonly logger: LoggerService | undefined;
+  protected readonly logger: LibraryLogger;
   private publisher: OutboxPublisher | undefined;
   private state: OutboxRelayStatus['state'] = 'idle';
   private loop: Promise<void> | undefined;
@@ -88,8 +87,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     private readonly signal: OutboxWakeSignal,
     private readonly metrics: MetricsService,
   ) {
-    this.logger =
-      options.logger === false ? undefined : (options.logger ?? new Logger('OutboxRelay'));
+    this.logger = new LibraryLogger(options.logger, 'OutboxRelay');
   }
 
   onApplicationBootstrap(): void {
@@ -310,11 +308,9 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     return { outcomes, messages: byRow };
   }
 
-  /** One structured log line (JSON): message ids and types, never payloads. */
-  private log(level: 'log' | 'warn' | 'error' | 'debug', event: string, fields: object = {}): void {
-    if (!this.logger) return;
-    const line = JSON.stringify({ event: `outbox.${event}`, ...fields });
-    (this.logger[level] ?? this.logger.log).call(this.logger, line);
+  /** One structured log event: message ids and types, never payloads. */
+  private log(level: LibraryLogLevel, event: string, fields: object = {}): void {
+    this.logger.event(level, `outbox.${event}`, fields);
   }
 
   private async run(): Promise<void> {

@@ -62,7 +62,15 @@ export async function spawnSampleApp(env: Record<string, string>): Promise<AppPr
   const port = await freePort();
   const main = join(__dirname, '..', '..', 'dist', 'sample-app', 'main.js');
   const child = spawn(process.execPath, [...faultPreload({ ...process.env, ...env }), main], {
-    env: { ...process.env, LOG_LEVEL: 'warn', ...env, PORT: String(port), HOST: '127.0.0.1' },
+    // JSON logs: the library's events are objects, which tests find by their fields.
+    env: {
+      ...process.env,
+      LOG_LEVEL: 'warn',
+      LOG_FORMAT: 'json',
+      ...env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
