@@ -6,7 +6,7 @@ import type {
   IdempotencyOptionsFactory,
 } from './idempotency-module.interfaces';
 import type { IdempotencyModuleOptions } from './idempotency.options';
-import { resolveOptions } from './idempotency.options';
+import { resolveOptions } from './idempotency-options.resolver';
 import { IdempotencyContext } from './http/idempotency-context';
 import { IdempotencyExceptionFilter } from './http/idempotency-exception.filter';
 import { IdempotencyInterceptor } from './http/idempotency.interceptor';
@@ -29,51 +29,43 @@ import { OutboxWakeSignal } from './outbox/outbox-wake.signal';
 import { DatabaseService } from './persistence/database.service';
 import { IdempotencyLedger } from './persistence/idempotency-ledger';
 
-/** Providers of every feature, wired once for forRoot and forRootAsync. */
-const FEATURE_PROVIDERS: Provider[] = [
+/**
+ * Providers the app reaches: its services, the services their subclasses take, and the
+ * interceptors and filter that the decorators (`@Idempotent()`, `@IdempotentConsumer()`,
+ * `@ConditionalUpdate()`) resolve in the controller's module. The module exports exactly these.
+ */
+const PUBLIC_PROVIDERS = [
   DatabaseService,
-  IdempotencyLedger,
   MetricsService,
   CleanupService,
   IdempotencyHealthIndicator,
   IdempotencyAdminService,
-  OutboxGaugesObserver,
   IdempotencyInterceptor,
   IdempotencyExceptionFilter,
   IdempotencyContext,
-  IdempotentRoutesExplorer,
   ConditionalWriter,
   ConditionalInterceptor,
   ConditionalContext,
   InboxService,
   InboxInterceptor,
-  OutboxWakeSignal,
   OutboxService,
   OutboxRelay,
   OutboxAdminService,
+];
+
+/** The library's own machinery (`@internal`): wired here, never exported. */
+const INTERNAL_PROVIDERS = [
+  IdempotencyLedger,
+  OutboxGaugesObserver,
+  IdempotentRoutesExplorer,
+  OutboxWakeSignal,
   OutboxPublisherCheck,
 ];
 
-const EXPORTS = [
-  IDEMPOTENCY_OPTIONS,
-  ConditionalWriter,
-  ConditionalInterceptor,
-  ConditionalContext,
-  DatabaseService,
-  IdempotencyLedger,
-  MetricsService,
-  CleanupService,
-  IdempotencyHealthIndicator,
-  IdempotencyAdminService,
-  IdempotencyInterceptor,
-  IdempotencyExceptionFilter,
-  IdempotencyContext,
-  InboxService,
-  InboxInterceptor,
-  OutboxService,
-  OutboxRelay,
-  OutboxAdminService,
-];
+/** Providers of every feature, wired once for forRoot and forRootAsync. */
+const FEATURE_PROVIDERS: Provider[] = [...PUBLIC_PROVIDERS, ...INTERNAL_PROVIDERS];
+
+const EXPORTS = [IDEMPOTENCY_OPTIONS, ...PUBLIC_PROVIDERS];
 
 const optionsProvider: Provider = {
   provide: IDEMPOTENCY_OPTIONS,

@@ -8,7 +8,7 @@ import type {
   ResolvedEndpointOptions,
   ResolvedIdempotencyOptions,
 } from '../idempotency.options';
-import { resolveEndpointOptions } from '../idempotency.options';
+import { resolveEndpointOptions } from '../idempotency-options.resolver';
 import { MetricsService } from '../observability/metrics.service';
 import { DatabaseService } from '../persistence/database.service';
 import { IdempotencyLedger } from '../persistence/idempotency-ledger';
