@@ -53,7 +53,7 @@ class ClaimFailed extends Error {
  */
 @Injectable()
 export class InboxService implements OnModuleInit, OnModuleDestroy {
-  protected readonly logger: LibraryLogger;
+  protected readonly logger = new LibraryLogger(this.options.logger, 'Inbox');
   /** Per consumer: whether deliveries are mostly redeliveries, which a read answers best. */
   private readonly redeliveries = new ReadFirstPolicy();
 
@@ -61,9 +61,7 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
     protected readonly db: DatabaseService,
     protected readonly metrics: MetricsService,
     @Inject(IDEMPOTENCY_OPTIONS) protected readonly options: ResolvedIdempotencyOptions,
-  ) {
-    this.logger = new LibraryLogger(options.logger, 'Inbox');
-  }
+  ) {}
 
   onModuleInit(): void {
     registerInboxService(this);

@@ -60,7 +60,7 @@ const TABLES: CleanupTable[] = ['idempotency', 'outbox', 'inbox'];
  */
 @Injectable()
 export class CleanupService implements OnApplicationBootstrap, BeforeApplicationShutdown {
-  private readonly logger: LibraryLogger;
+  private readonly logger = new LibraryLogger(this.options.logger, 'IdempotencyCleanup');
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<CleanupReport> | undefined;
   private stopped = false;
@@ -73,9 +73,7 @@ export class CleanupService implements OnApplicationBootstrap, BeforeApplication
     private readonly db: DatabaseService,
     private readonly metrics: MetricsService,
     @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
-  ) {
-    this.logger = new LibraryLogger(options.logger, 'IdempotencyCleanup');
-  }
+  ) {}
 
   onApplicationBootstrap(): void {
     if (!this.options.cleanup.enabled) return;

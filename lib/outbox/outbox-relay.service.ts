@@ -64,7 +64,7 @@ export interface OutboxBatchResult {
 export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShutdown {
   /** Identifies this relay in lease owners (`<host>/<pid>/<random>#<batch>`). */
   readonly relayId = `${hostname().slice(0, 64)}/${process.pid}/${randomUUID().slice(0, 8)}`;
-  protected readonly logger: LibraryLogger;
+  protected readonly logger = new LibraryLogger(this.options.logger, 'OutboxRelay');
   private publisher: OutboxPublisher | undefined;
   private state: OutboxRelayStatus['state'] = 'idle';
   private loop: Promise<void> | undefined;
@@ -86,9 +86,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     private readonly moduleRef: ModuleRef,
     private readonly signal: OutboxWakeSignal,
     private readonly metrics: MetricsService,
-  ) {
-    this.logger = new LibraryLogger(options.logger, 'OutboxRelay');
-  }
+  ) {}
 
   onApplicationBootstrap(): void {
     if (!this.options.outbox.relayEnabled) return;
