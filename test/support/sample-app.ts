@@ -1,9 +1,9 @@
 import type { INestApplication } from '@nestjs/common';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { createSampleApp } from '../../sample-app/main';
 import { faultPreload } from './fault-preload';
+import { freePort } from './free-port';
 
 export type Platform = 'express' | 'fastify';
 
@@ -36,18 +36,6 @@ export async function startSampleApp(
 export async function baseUrl(app: INestApplication): Promise<string> {
   const url = await app.getUrl();
   return url.replace('[::1]', '127.0.0.1').replace('localhost', '127.0.0.1');
-}
-
-/** A free TCP port on loopback. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as any).port;
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
 }
 
 /** The sample app as a real OS process (the built dist/sample-app/main.js). */
