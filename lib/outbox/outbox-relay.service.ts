@@ -9,7 +9,6 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options';
-import { rejectAfter } from '../internal/timeouts';
 import { LibraryLogger, type LibraryLogLevel } from '../observability/library-logger';
 import { MetricsService } from '../observability/metrics.service';
 import { DatabaseService } from '../persistence/database.service';
@@ -18,8 +17,8 @@ import { executorFor, type SqlExecutor } from '../persistence/sql-executor';
 import { outboxAfterPublish } from '../diagnostics/diagnostics.channels';
 import { outboxBackoffMs } from './outbox-backoff';
 import { OUTBOX_HEADERS, OUTBOX_LIMITS } from './outbox.constants';
-import { OutboxPublishTimeoutError } from './outbox.errors';
-import { NO_PUBLISHER, PUBLISH_TIMEOUT, UNREADABLE_PAYLOAD } from './outbox.messages';
+import { NO_PUBLISHER, UNREADABLE_PAYLOAD } from './outbox.messages';
+import { publishWithin } from './outbox-publish';
 import type { OutboxMessage } from './outbox-message.interface';
 import { OutboxPublisher } from './outbox-publisher.interface';
 import { OutboxWakeSignal } from './outbox-wake.signal';
@@ -267,7 +266,6 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     rows: OutboxRow[],
   ): Promise<{ outcomes: Array<Error | undefined>; messages: Array<OutboxMessage | undefined> }> {
     const timeoutMs = this.options.outbox.publishTimeoutMs;
-    const timeoutError = () => new OutboxPublishTimeoutError(PUBLISH_TIMEOUT(timeoutMs));
     const outcomes: Array<Error | undefined> = new Array(rows.length).fill(undefined);
     const byRow: Array<OutboxMessage | undefined> = new Array(rows.length).fill(undefined);
     const messages: OutboxMessage[] = [];
@@ -281,28 +279,8 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
         outcomes[i] = new Error(UNREADABLE_PAYLOAD((e as Error).message));
       }
     });
-    if (publisher.publishBatch) {
-      try {
-        const results = await rejectAfter(
-          publisher.publishBatch(messages),
-          timeoutMs,
-          timeoutError,
-        );
-        messages.forEach((_, k) => (outcomes[index[k]] = toError(results[k], true)));
-      } catch (e) {
-        for (const i of index) outcomes[i] = toError(e);
-      }
-    } else {
-      await Promise.all(
-        messages.map(async (m, k) => {
-          try {
-            await rejectAfter(publisher.publish(m), timeoutMs, timeoutError);
-          } catch (e) {
-            outcomes[index[k]] = toError(e);
-          }
-        }),
-      );
-    }
+    const results = await publishWithin(publisher, messages, timeoutMs);
+    results.forEach((outcome, k) => (outcomes[index[k]] = outcome));
     return { outcomes, messages: byRow };
   }
 
@@ -375,10 +353,4 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       ? this.db.dataSource.transaction(isolation as 'READ COMMITTED', (em) => fn(executorFor(em)))
       : this.db.dataSource.transaction((em) => fn(executorFor(em)));
   };
-}
-
-function toError(e: unknown, allowUndefined = false): Error | undefined {
-  if (e === undefined || e === null)
-    return allowUndefined ? undefined : new Error('publish failed');
-  return e instanceof Error ? e : new Error(String(e));
 }
