@@ -6,7 +6,7 @@ import type {
   IdempotencyOptionsFactory,
 } from './idempotency-module.interfaces';
 import type { IdempotencyModuleOptions } from './idempotency.options';
-import { resolveOptions } from './idempotency.options';
+import { resolveOptions } from './idempotency-options.resolver';
 import { IdempotencyContext } from './http/idempotency-context';
 import { IdempotencyExceptionFilter } from './http/idempotency-exception.filter';
 import { IdempotencyInterceptor } from './http/idempotency.interceptor';
@@ -19,7 +19,7 @@ import { InboxService } from './inbox/inbox.service';
 import { IdempotencyAdminService } from './maintenance/admin.service';
 import { CleanupService } from './maintenance/cleanup.service';
 import { IdempotencyHealthIndicator } from './maintenance/health.indicator';
-import { MetricsService } from './maintenance/metrics.service';
+import { MetricsService } from './observability/metrics.service';
 import { OutboxGaugesObserver } from './maintenance/outbox-gauges.observer';
 import { OutboxAdminService } from './outbox/outbox-admin.service';
 import { OutboxPublisherCheck } from './outbox/outbox-publisher.check';
@@ -33,28 +33,36 @@ import { OutboxStore } from './outbox/outbox.store';
 import { DatabaseService } from './persistence/database.service';
 import { IdempotencyLedger } from './persistence/idempotency-ledger';
 
-/** Providers of every feature, wired once for forRoot and forRootAsync. */
-const FEATURE_PROVIDERS: Provider[] = [
+/**
+ * Providers the app reaches: its services, the services their subclasses take, and the
+ * interceptors and filter that the decorators (`@Idempotent()`, `@IdempotentConsumer()`,
+ * `@ConditionalUpdate()`) resolve in the controller's module. The module exports exactly these.
+ */
+const PUBLIC_PROVIDERS = [
   DatabaseService,
-  IdempotencyLedger,
   MetricsService,
   CleanupService,
   IdempotencyHealthIndicator,
   IdempotencyAdminService,
-  OutboxGaugesObserver,
   IdempotencyInterceptor,
   IdempotencyExceptionFilter,
   IdempotencyContext,
-  IdempotentRoutesExplorer,
   ConditionalWriter,
   ConditionalInterceptor,
   ConditionalContext,
   InboxService,
   InboxInterceptor,
-  OutboxWakeSignal,
   OutboxService,
   OutboxRelay,
   OutboxAdminService,
+];
+
+/** The library's own machinery (`@internal`): wired here, never exported. */
+const INTERNAL_PROVIDERS = [
+  IdempotencyLedger,
+  OutboxGaugesObserver,
+  IdempotentRoutesExplorer,
+  OutboxWakeSignal,
   OutboxPublisherCheck,
   // Each feature's way to SQL (internal).
   OutboxStore,
@@ -63,26 +71,10 @@ const FEATURE_PROVIDERS: Provider[] = [
   ConditionalStore,
 ];
 
-const EXPORTS = [
-  IDEMPOTENCY_OPTIONS,
-  ConditionalWriter,
-  ConditionalInterceptor,
-  ConditionalContext,
-  DatabaseService,
-  IdempotencyLedger,
-  MetricsService,
-  CleanupService,
-  IdempotencyHealthIndicator,
-  IdempotencyAdminService,
-  IdempotencyInterceptor,
-  IdempotencyExceptionFilter,
-  IdempotencyContext,
-  InboxService,
-  InboxInterceptor,
-  OutboxService,
-  OutboxRelay,
-  OutboxAdminService,
-];
+/** Providers of every feature, wired once for forRoot and forRootAsync. */
+const FEATURE_PROVIDERS: Provider[] = [...PUBLIC_PROVIDERS, ...INTERNAL_PROVIDERS];
+
+const EXPORTS = [IDEMPOTENCY_OPTIONS, ...PUBLIC_PROVIDERS];
 
 const optionsProvider: Provider = {
   provide: IDEMPOTENCY_OPTIONS,

@@ -1,10 +1,27 @@
-// Public API of nestjs-exactly-once.
+// Public API of nestjs-exactly-once: every export by name; nothing marked @internal.
 export { IdempotencyModule } from './idempotency.module';
 export type {
   IdempotencyModuleAsyncOptions,
   IdempotencyOptionsFactory,
 } from './idempotency-module.interfaces';
-export * from './idempotency.options';
+export {
+  defaultStoreStatus,
+  DEFAULT_STORED_HEADERS,
+  type IdempotencyMode,
+  type InProgressPolicy,
+  type FingerprintOptions,
+  type FingerprintFunction,
+  type StrayWritesPolicy,
+  type RequestResolver,
+  type IdempotencyEvent,
+  type IdempotencyEndpointOptions,
+  type OutboxOptions,
+  type InboxOptions,
+  type CleanupOptions,
+  type HealthOptions,
+  type TableNames,
+  type IdempotencyModuleOptions,
+} from './idempotency.options';
 export { REPLAYED_HEADER } from './idempotency.constants';
 export { DIAGNOSTICS_CHANNELS } from './diagnostics/diagnostics.channels';
 
@@ -14,11 +31,14 @@ export { IdempotencyInterceptor } from './http/idempotency.interceptor';
 export { IdempotencyExceptionFilter } from './http/idempotency-exception.filter';
 export { IdempotencyContext, IdempotencyKey, deriveKey } from './http/idempotency-context';
 export type { IdempotencyInfo } from './http/idempotency-context';
-export { ProblemException, PROBLEM_TYPES } from './http/idempotency.errors';
-export type { ProblemDetails } from './http/idempotency.errors';
-export { parseIdempotencyKey } from './http/idempotency-key.parser';
-export { canonicalJson } from './http/canonical-json';
-export { requestFingerprint } from './http/request-fingerprint';
+
+// problem+json answers (RFC 9457), for every feature
+export {
+  ProblemException,
+  PROBLEM_TYPES,
+  ProblemDetailsFilter,
+  type ProblemDetails,
+} from './problem-details';
 
 // Transactional outbox
 export { OutboxService } from './outbox/outbox.service';
@@ -34,7 +54,6 @@ export {
   InvalidOutboxEventError,
   OutboxPublishTimeoutError,
 } from './outbox/outbox.errors';
-export { outboxBackoffMs } from './outbox/outbox-backoff';
 export { ClientProxyPublisher } from './outbox/publishers/client-proxy.publisher';
 export type {
   ClientProxyPublisherOptions,
@@ -72,7 +91,32 @@ export type {
 export type { InboxRow, InboxStatus } from './persistence/dialects';
 
 // Conditional requests (ETag / If-Match)
-export * from './conditional';
+export {
+  ConditionalUpdate,
+  ConditionalRead,
+  ConditionalInterceptor,
+  ConditionalWriter,
+  ConditionalContext,
+  Preconditions,
+  readPreconditions,
+  formatEntityTag,
+  parseEntityTag,
+  parseEntityTagCondition,
+  strongMatch,
+  weakMatch,
+  versionToETag,
+  RowVersionColumn,
+  allowRowVersionColumns,
+  preconditionFailed,
+  preconditionRequired,
+  PRECONDITION_INVALID_TYPE,
+  type ConditionalUpdateOptions,
+  type ConditionalWriteResult,
+  type VersionedResult,
+  type EntityId,
+  type EntityTag,
+  type EntityTagCondition,
+} from './conditional';
 
 // Persistence
 export { getIdempotencyEntities } from './persistence/entities';
@@ -85,8 +129,8 @@ export { getIdempotencyMigrations } from './persistence/migrations';
 export type { MigrationNamingOptions } from './persistence/migrations';
 
 // Maintenance
-export { MetricsService, METER_NAME, METRIC_NAMES } from './maintenance/metrics.service';
-export type { OutboxBacklogSnapshot } from './maintenance/metrics.service';
+export { MetricsService, METER_NAME, METRIC_NAMES } from './observability/metrics.service';
+export type { OutboxBacklogSnapshot } from './observability/metrics.service';
 export { CleanupService } from './maintenance/cleanup.service';
 export type { CleanupReport, CleanupRunOptions, CleanupTable } from './maintenance/cleanup.service';
 export { IdempotencyHealthIndicator } from './maintenance/health.indicator';
@@ -95,7 +139,7 @@ export type {
   OutboxHealthResult,
   RelayLiveness,
 } from './maintenance/health.indicator';
-export { IdempotencyAdminService, OUTBOX_STATUSES, scopeOf } from './maintenance/admin.service';
+export { IdempotencyAdminService, OUTBOX_STATUSES } from './maintenance/admin.service';
 export type {
   IdempotencyKeyView,
   IdempotencyScopeRef,
@@ -105,4 +149,3 @@ export type {
 export { IdempotencyAdminModule } from './maintenance/admin.module';
 export { createAdminController, ADMIN_PROBLEM_TYPES } from './maintenance/admin.controller';
 export type { AdminControllerOptions } from './maintenance/admin.controller';
-export { ProblemDetailsFilter } from './http/problem-details.filter';

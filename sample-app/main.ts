@@ -1,5 +1,11 @@
 import 'reflect-metadata';
-import { Logger, type LogLevel, ValidationPipe } from '@nestjs/common';
+import {
+  ConsoleLogger,
+  Logger,
+  type LoggerService,
+  type LogLevel,
+  ValidationPipe,
+} from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { ProblemDetailsFilter } from '../lib';
@@ -15,7 +21,7 @@ export async function createSampleApp(
 ) {
   const platform =
     options.platform ?? (process.env.HTTP_PLATFORM === 'fastify' ? 'fastify' : 'express');
-  const logger = options.logger ?? logLevels();
+  const logger = options.logger ?? appLogger();
   // The OpenTelemetry SDK goes first: the library makes its instruments when the app is created.
   installTelemetry();
   const module = AppModule.register({ dbUrl: options.dbUrl });
@@ -33,6 +39,18 @@ export async function createSampleApp(
   // Consumers (@EventPattern) on the transport BROKER_URL chose: embedded, RabbitMQ or NATS.
   await connectMessaging(app);
   return app;
+}
+
+/**
+ * LOG_LEVEL's levels, printed as text, or as one JSON object a line with LOG_FORMAT=json (the
+ * library's events then keep their fields: `{"message":{"event":"idempotency.replay",…}}`).
+ */
+function appLogger(): LogLevel[] | LoggerService {
+  const levels = logLevels();
+  if (process.env.LOG_FORMAT !== 'json') return levels;
+  // Logger.isLevelEnabled() reads the levels given as an array: set them before the JSON logger.
+  Logger.overrideLogger(levels);
+  return new ConsoleLogger({ json: true, logLevels: levels });
 }
 
 function logLevels(): LogLevel[] {

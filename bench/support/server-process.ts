@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { freePort } from '../../test/support/free-port';
 
 /** A server under test, running in its own OS process (never in the load generator's). */
 export interface ServerProcess {
@@ -64,17 +64,6 @@ export async function spawnServer(o: SpawnServerOptions): Promise<ServerProcess>
       child.kill('SIGTERM');
     });
   return { url, pid: child.pid!, child, output: () => out, stop };
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as any).port;
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
 }
 
 const TICKS_PER_SECOND = 100; // USER_HZ on Linux

@@ -5,6 +5,7 @@ import {
   OPTION_NOT_POSITIVE_INTEGER,
 } from './client.messages';
 import type { RetryReason } from './retry-policy';
+import { stripUndefined } from '../internal/strip-undefined';
 
 /** A `fetch`-compatible function. */
 export type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
@@ -104,8 +105,4 @@ export function resolveClientOptions(options: IdempotentFetchOptions = {}): Reso
   if (o.key !== undefined && typeof o.key !== 'string' && typeof o.key !== 'function')
     throw new TypeError(OPTION_NOT_FUNCTION('key (or a string)'));
   return o;
-}
-
-function stripUndefined<T extends object>(o: T): Partial<T> {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }

@@ -1,14 +1,14 @@
+import { PROBLEM_TYPES } from '../problem-details/problem-types';
 import { parseRetryAfter } from './retry-after';
 
 /** Why an attempt is retried (the `reason` of `onRetry`). */
 export type RetryReason = 'network-error' | 'timeout' | 'in-progress' | 'status';
 
 /** Problem type of the 409 the server answers while the first attempt with the key still runs. */
-export const IN_PROGRESS_PROBLEM_TYPE =
-  'urn:nestjs-exactly-once:problem:idempotency-request-in-progress';
+export const IN_PROGRESS_PROBLEM_TYPE = PROBLEM_TYPES.inProgress;
 
 /** Problem type of the 409 a late attempt gets when a retry took its lapsed lease over. */
-export const LEASE_LOST_PROBLEM_TYPE = 'urn:nestjs-exactly-once:problem:idempotency-lease-lost';
+export const LEASE_LOST_PROBLEM_TYPE = PROBLEM_TYPES.leaseLost;
 
 /** Methods that are safe by definition (RFC 9110 §9.2.1): retried without a key. */
 export const SAFE_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE']);

@@ -4,8 +4,6 @@ import {
   HttpStatus,
   Inject,
   Injectable,
-  Logger,
-  LoggerService,
   NestInterceptor,
 } from '@nestjs/common';
 import { HTTP_CODE_METADATA } from '@nestjs/common/constants';
@@ -15,6 +13,7 @@ import { Observable } from 'rxjs';
 import { map } from 'rxjs/operators';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options';
+import { LibraryLogger } from '../observability/library-logger';
 import type { ConditionalState } from './conditional-context';
 import { CONDITIONAL_METADATA, CONDITIONAL_STATE } from './conditional.constants';
 import { preconditionFailed, preconditionRequired } from './conditional.errors';
@@ -49,7 +48,7 @@ export interface ConditionalMetadata {
  */
 @Injectable()
 export class ConditionalInterceptor implements NestInterceptor {
-  private readonly logger: LoggerService | undefined;
+  private readonly logger: LibraryLogger;
   private readonly warned = new WeakSet<object>();
 
   constructor(
@@ -57,8 +56,7 @@ export class ConditionalInterceptor implements NestInterceptor {
     private readonly adapterHost: HttpAdapterHost,
     @Inject(IDEMPOTENCY_OPTIONS) options: ResolvedIdempotencyOptions,
   ) {
-    this.logger =
-      options.logger === false ? undefined : (options.logger ?? new Logger('ConditionalRequests'));
+    this.logger = new LibraryLogger(options.logger, 'ConditionalRequests');
   }
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
@@ -162,7 +160,7 @@ export class ConditionalInterceptor implements NestInterceptor {
 
   private warnOnce(context: ExecutionContext, message: string): void {
     const handler = context.getHandler();
-    if (!this.logger || this.warned.has(handler)) return;
+    if (!this.logger.enabled || this.warned.has(handler)) return;
     this.warned.add(handler);
     this.logger.warn(message);
   }

@@ -1,5 +1,5 @@
 import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
-import { headerValues } from '../http/http-platform';
+import { headerValues } from '../internal/http-platform';
 import type { ConditionalState } from './conditional-context';
 import { CONDITIONAL_STATE, MAX_ENTITY_TAGS } from './conditional.constants';
 import { invalidPreconditionHeader } from './conditional.errors';

@@ -1,18 +1,13 @@
-import { Logger, type LoggerService } from '@nestjs/common';
 import type { Subscriber } from 'rxjs';
 import type { IdempotencyEvent, ResolvedIdempotencyOptions } from '../idempotency.options';
-import { type MetricsService } from '../maintenance/metrics.service';
+import { LibraryLogger } from '../observability/library-logger';
+import { type MetricsService } from '../observability/metrics.service';
 import type { LedgerDecision, SettledDecision } from '../persistence/idempotency-ledger';
 import type { GuardedRequest } from './guarded-request';
-import { problemAnswer, replayAnswer, ReplayResponse } from './idempotency-exception.filter';
-import {
-  inProgress,
-  keyReused,
-  PROBLEM_TYPES,
-  type ProblemException,
-  storedResponseUnreadable,
-} from './idempotency.errors';
-import { requestPath } from './http-platform';
+import { problemAnswer, PROBLEM_TYPES, type ProblemException } from '../problem-details';
+import { replayAnswer, ReplayResponse } from './idempotency-exception.filter';
+import { inProgress, keyReused, storedResponseUnreadable } from './idempotency.errors';
+import { requestPath } from '../internal/http-platform';
 import type { ResponseCapture } from './response-capture';
 import { decodeSnapshot, type ResponseSnapshot } from './response-snapshot';
 
@@ -27,14 +22,13 @@ export type GateAnswer =
  * @internal
  */
 export class GateAnswers {
-  private readonly logger: LoggerService | undefined;
+  private readonly logger: LibraryLogger;
 
   constructor(
     private readonly metrics: MetricsService,
     private readonly options: ResolvedIdempotencyOptions,
   ) {
-    this.logger =
-      options.logger === false ? undefined : (options.logger ?? new Logger('Idempotency'));
+    this.logger = new LibraryLogger(options.logger, 'Idempotency');
   }
 
   /** The key is ours: count it (not again for a second reservation of the same request). */
@@ -142,23 +136,18 @@ export class GateAnswers {
     }
   }
 
-  /** One structured log line per gate event (only the key's hash, never the key). */
+  /** One structured log event per gate event (only the key's hash, never the key). */
   log(
     level: 'log' | 'warn' | 'error' | 'debug',
     event: string,
     g: GuardedRequest,
     extra: object = {},
   ): void {
-    if (!this.logger) return;
-    // With Nest's own Logger, build the line only when its level is on (hot path).
-    if (this.logger instanceof Logger && !Logger.isLevelEnabled(level)) return;
-    const line = JSON.stringify({
-      event: `idempotency.${event}`,
+    this.logger.event(level, `idempotency.${event}`, () => ({
       keyHash: g.info.keyHash,
       mode: g.opts.mode,
       ...extra,
-    });
-    (this.logger[level] ?? this.logger.log).call(this.logger, line);
+    }));
   }
 }
 

@@ -2,22 +2,17 @@ import { type CallHandler, StreamableFile } from '@nestjs/common';
 import { Readable } from 'node:stream';
 import type { Subscriber } from 'rxjs';
 import type { ResolvedEndpointOptions, ResolvedIdempotencyOptions } from '../idempotency.options';
-import { type MetricsService } from '../maintenance/metrics.service';
+import { type MetricsService } from '../observability/metrics.service';
+import { resolveWithin } from '../internal/timeouts';
+import { misconfigured, problemAnswer, sendProblem, serviceUnavailable } from '../problem-details';
 import { isMisconfiguration } from '../persistence/database-misconfigured';
 import { type DatabaseService } from '../persistence/database.service';
 import type { IdempotencyLedger, Reservation } from '../persistence/idempotency-ledger';
 import { errorText, type GateAnswer, type GateAnswers } from './gate-answers';
 import { Abort, type GuardedRequest } from './guarded-request';
 import { trackHandlerBody } from './handler-body.tracker';
-import { requestPath } from './http-platform';
-import { problemAnswer, sendProblem } from './idempotency-exception.filter';
-import {
-  leaseLost,
-  misconfigured,
-  notSnapshottable,
-  responseTooLarge,
-  serviceUnavailable,
-} from './idempotency.errors';
+import { requestPath } from '../internal/http-platform';
+import { leaseLost, notSnapshottable, responseTooLarge } from './idempotency.errors';
 import { CAPTURE_TIMEOUT } from './idempotency.messages';
 import { type CapturedResponse, type ResponseCapture } from './response-capture';
 import { encodeSnapshot, type ResponseSnapshot, storableHeaders } from './response-snapshot';
@@ -70,7 +65,7 @@ export class HandlerExecution {
         complete: () => subscriber.complete(),
       }),
     );
-    const captured = await withTimeout(capture.done, CAPTURE_TIMEOUT_MS);
+    const captured = await resolveWithin(capture.done, CAPTURE_TIMEOUT_MS);
     // Throws (500 misconfigured, rolled back) when a write escaped under strayWrites 'error'.
     this.db.strayWrites.end(strayWrites);
     const instance = requestPath(g.req);
@@ -218,21 +213,4 @@ function snapshotOf(
   if (opts.oversizedResponse === 'store-status-only')
     return { status: c.status, headers, body: null, bodyOmitted: true };
   return undefined;
-}
-
-/** Resolves with undefined when `p` has not settled within `ms`. */
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => resolve(undefined), ms);
-    p.then(
-      (v) => {
-        clearTimeout(t);
-        resolve(v);
-      },
-      (e) => {
-        clearTimeout(t);
-        reject(e);
-      },
-    );
-  });
 }

@@ -1,7 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter } from '@nestjs/common';
 import { REPLAYED_HEADER } from '../idempotency.constants';
-import { ProblemException } from './idempotency.errors';
-import { requestPath, sendRaw } from './http-platform';
+import { requestPath, sendRaw } from '../internal/http-platform';
+import { ProblemException, sendProblem } from '../problem-details';
 import type { ResponseSnapshot } from './response-snapshot';
 
 /** The gate's own headers on a replayed answer (names are endpoint options). */
@@ -23,11 +23,6 @@ export class ReplayResponse {
   ) {}
 }
 
-/** Writes a problem+json answer on either platform. */
-export function sendProblem(res: any, e: ProblemException, instance?: string): void {
-  sendRaw(res, ...problemAnswer(e, instance));
-}
-
 /** Header set on a replay whose body was over `maxResponseBytes` and not stored (`store-status-only`). */
 export const BODY_OMITTED_HEADER = 'Idempotency-Replay-Body-Omitted';
 
@@ -40,19 +35,6 @@ export function replayAnswer(
   if (h.status) headers.push([h.status, 'replayed']);
   if (s.bodyOmitted) headers.push([BODY_OMITTED_HEADER, 'true']);
   return [s.status, headers, s.body ?? Buffer.alloc(0)];
-}
-
-/** Status, headers and body of a problem+json answer; `instance` is the request path. */
-export function problemAnswer(
-  e: ProblemException,
-  instance?: string,
-): [number, Array<[string, string]>, string] {
-  const body = instance === undefined ? e.problem : { ...e.problem, instance };
-  return [
-    e.problem.status,
-    [['Content-Type', 'application/problem+json'], ...Object.entries(e.headers)],
-    JSON.stringify(body),
-  ];
 }
 
 /** Writes a stored answer byte for byte, with `Idempotency-Replayed: true`. */

@@ -1,72 +1,6 @@
-import { HttpException } from '@nestjs/common';
+import { problem, PROBLEM_TYPES } from '../problem-details';
 
-/** Stable `type` URIs of the library's problem+json answers (RFC 9457). */
-export const PROBLEM_TYPES = {
-  keyMissing: 'urn:nestjs-exactly-once:problem:idempotency-key-missing',
-  keyInvalid: 'urn:nestjs-exactly-once:problem:idempotency-key-invalid',
-  inProgress: 'urn:nestjs-exactly-once:problem:idempotency-request-in-progress',
-  mismatch: 'urn:nestjs-exactly-once:problem:idempotency-key-reused',
-  leaseLost: 'urn:nestjs-exactly-once:problem:idempotency-lease-lost',
-  bodyTooDeep: 'urn:nestjs-exactly-once:problem:request-body-too-deep',
-  notSnapshottable: 'urn:nestjs-exactly-once:problem:response-not-snapshottable',
-  responseTooLarge: 'urn:nestjs-exactly-once:problem:response-too-large',
-  unavailable: 'urn:nestjs-exactly-once:problem:service-unavailable',
-  storedResponseUnreadable: 'urn:nestjs-exactly-once:problem:stored-response-unreadable',
-  preconditionFailed: 'urn:nestjs-exactly-once:problem:precondition-failed',
-  preconditionRequired: 'urn:nestjs-exactly-once:problem:precondition-required',
-  misconfigured: 'urn:nestjs-exactly-once:problem:misconfigured',
-} as const;
-
-/** An RFC 9457 problem details object. */
-export interface ProblemDetails {
-  type: string;
-  title: string;
-  status: number;
-  detail: string;
-  /** The request path the problem occurred on (set when the answer is written). */
-  instance?: string;
-  /**
-   * Whether the same request (with the same Idempotency-Key) may succeed when sent again later,
-   * so clients need not parse `type`: true for 409 in progress / superseded, 408, 425, 429, 502,
-   * 503 and 504; false for everything else.
-   */
-  retryable?: boolean;
-  [extension: string]: unknown;
-}
-
-const RETRYABLE_TYPES: ReadonlySet<string> = new Set([
-  PROBLEM_TYPES.inProgress,
-  PROBLEM_TYPES.leaseLost,
-]);
-const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([408, 425, 429, 502, 503, 504]);
-
-/** Whether a problem of this type and status may succeed on a retry of the same request. */
-export const isRetryableProblem = (type: string, status: number): boolean =>
-  RETRYABLE_TYPES.has(type) || RETRYABLE_STATUSES.has(status);
-
-/**
- * An HttpException whose body is problem+json. The library's exception filter writes it with
- * `Content-Type: application/problem+json`, any extra headers (e.g. `Retry-After`) and the
- * request path as `instance`. `retryable` is filled in from the type and status when not given.
- */
-export class ProblemException extends HttpException {
-  constructor(
-    readonly problem: ProblemDetails,
-    readonly headers: Record<string, string> = {},
-  ) {
-    problem.retryable ??= isRetryableProblem(problem.type, problem.status);
-    super(problem, problem.status);
-  }
-}
-
-const problem = (
-  status: number,
-  type: string,
-  title: string,
-  detail: string,
-  headers?: Record<string, string>,
-  ext?: object,
-) => new ProblemException({ type, title, status, detail, ...ext }, headers);
+// Factories of the gate's problem+json answers; the one list of types is in `problem-details/`.
 
 export const missingKey = (header: string | undefined) =>
   problem(
@@ -136,22 +70,10 @@ export const responseTooLarge = (size: number, max: number) =>
     `The response body (${size} bytes) exceeds the stored-response limit (${max} bytes); nothing was committed.`,
   );
 
-export const serviceUnavailable = (detail: string) =>
-  problem(503, PROBLEM_TYPES.unavailable, 'Service unavailable', detail, { 'Retry-After': '1' });
-
 export const storedResponseUnreadable = () =>
   problem(
     500,
     PROBLEM_TYPES.storedResponseUnreadable,
     'Stored response cannot be replayed',
     'The response stored for this Idempotency-Key cannot be decoded (it was sealed with another encryption key, or altered). The request was not run again.',
-  );
-
-/** A configuration error of the app (see `isMisconfiguration`): 500, not retryable, no `Retry-After`. */
-export const misconfigured = () =>
-  problem(
-    500,
-    PROBLEM_TYPES.misconfigured,
-    'Server misconfigured',
-    'The server is misconfigured; nothing of this request was saved. Retrying will not help until the configuration is fixed.',
   );

@@ -8,8 +8,8 @@ import type {
   ResolvedEndpointOptions,
   ResolvedIdempotencyOptions,
 } from '../idempotency.options';
-import { resolveEndpointOptions } from '../idempotency.options';
-import { MetricsService } from '../maintenance/metrics.service';
+import { resolveEndpointOptions } from '../idempotency-options.resolver';
+import { MetricsService } from '../observability/metrics.service';
 import { DatabaseService } from '../persistence/database.service';
 import { IdempotencyLedger } from '../persistence/idempotency-ledger';
 import { toRetryAfterSeconds } from '../persistence/time';
@@ -23,7 +23,7 @@ import {
   queryString,
   requestPath,
   routeTemplate,
-} from './http-platform';
+} from '../internal/http-platform';
 import { IDEMPOTENCY_INFO, idempotencyInfo } from './idempotency-context';
 import type { ReplayHeaders } from './idempotency-exception.filter';
 import { invalidKey, missingKey } from './idempotency.errors';

@@ -8,7 +8,7 @@ import {
 import type { LedgerDecision, Reservation } from '../persistence/idempotency-ledger';
 import { errorText } from './gate-answers';
 import { Abort, type GuardedRequest } from './guarded-request';
-import { rawResponse } from './http-platform';
+import { rawResponse } from '../internal/http-platform';
 import { LeaseKeeper } from './lease-keeper';
 import { ResponseCapture } from './response-capture';
 import { GateMode } from './gate.mode';

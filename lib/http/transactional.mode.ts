@@ -3,7 +3,7 @@ import type { Subscriber } from 'rxjs';
 import { gateAfterCommit, publishGate } from '../diagnostics/diagnostics.channels';
 import type { LedgerDecision } from '../persistence/idempotency-ledger';
 import type { GuardedRequest } from './guarded-request';
-import { rawResponse } from './http-platform';
+import { rawResponse } from '../internal/http-platform';
 import { ResponseCapture } from './response-capture';
 import { GateMode } from './gate.mode';
 

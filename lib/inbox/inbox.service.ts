@@ -1,19 +1,15 @@
-import {
-  Inject,
-  Injectable,
-  Logger,
-  LoggerService,
-  OnModuleDestroy,
-  OnModuleInit,
-} from '@nestjs/common';
+import { Inject, Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { InboxOptions, ResolvedIdempotencyOptions } from '../idempotency.options';
-import { MetricsService } from '../maintenance/metrics.service';
+import { LibraryLogger } from '../observability/library-logger';
+import { MetricsService } from '../observability/metrics.service';
 import { QueryRunnerAlreadyReleasedError } from 'typeorm';
 import { DatabaseService } from '../persistence/database.service';
 import { ReadFirstPolicy } from '../persistence/read-first.policy';
 import type { InboxClaim, InboxRow } from '../persistence/dialects';
 import { settledClaim } from '../persistence/dialects';
+import { retryWithJitter } from '../internal/jittered-retry';
+import { stripUndefined } from '../internal/strip-undefined';
 import { InboxMessageFailedError } from './inbox.errors';
 import { InboxStore } from './inbox.store';
 import type { InboxProcessOptions, InboxResult } from './inbox.interfaces';
@@ -36,7 +32,7 @@ export const MAX_MESSAGE_ID_LENGTH = 255;
 /** Longest stored error text. */
 const MAX_ERROR_LENGTH = 4000;
 /** Claims retried after a deadlock / lock timeout before the delivery fails (the broker redelivers). */
-const CLAIM_TRIES = 5;
+const CLAIM_RETRY = { tries: 5, stepMs: 5, jitterMs: 20 };
 /** Claims repeated in one transaction when the record changed under the claim. */
 const CLAIM_AGAIN = 3;
 
@@ -58,7 +54,7 @@ class ClaimFailed extends Error {
  */
 @Injectable()
 export class InboxService implements OnModuleInit, OnModuleDestroy {
-  protected readonly logger: LoggerService | undefined;
+  protected readonly logger = new LibraryLogger(this.options.logger, 'Inbox');
   /** Per consumer: whether deliveries are mostly redeliveries, which a read answers best. */
   private readonly redeliveries = new ReadFirstPolicy();
 
@@ -67,9 +63,7 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
     protected readonly metrics: MetricsService,
     @Inject(IDEMPOTENCY_OPTIONS) protected readonly options: ResolvedIdempotencyOptions,
     protected readonly store: InboxStore,
-  ) {
-    this.logger = options.logger === false ? undefined : (options.logger ?? new Logger('Inbox'));
-  }
+  ) {}
 
   onModuleInit(): void {
     registerInboxService(this);
@@ -108,20 +102,20 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
         return this.settle(consumer, messageId, settled, undefined as T, opts);
       }
     }
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const result = await this.processOnce(consumer, messageId, handler, opts);
-        this.redeliveries.observe(consumer, result.duplicate);
-        return result;
-      } catch (e) {
-        if (!(e instanceof ClaimFailed)) throw e;
-        if (!this.store.isRetryable(e.reason)) throw e.reason;
-        if (attempt >= CLAIM_TRIES) {
-          this.logger?.warn?.(CLAIM_RETRIES_EXHAUSTED(consumer, messageId, attempt));
-          throw e.reason;
-        }
-        await sleep(5 * attempt + Math.random() * 20);
-      }
+    try {
+      const result = await retryWithJitter(
+        () => this.processOnce(consumer, messageId, handler, opts),
+        {
+          ...CLAIM_RETRY,
+          retryable: (e) => e instanceof ClaimFailed && this.store.isRetryable(e.reason),
+          exhausted: (_, attempts) =>
+            this.logger.warn(CLAIM_RETRIES_EXHAUSTED(consumer, messageId, attempts)),
+        },
+      );
+      this.redeliveries.observe(consumer, result.duplicate);
+      return result;
+    } catch (e) {
+      throw e instanceof ClaimFailed ? e.reason : e;
     }
   }
 
@@ -198,7 +192,7 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
       if (connectionLost || e instanceof QueryRunnerAlreadyReleasedError) {
         // Not the message's fault: counting it would let a database outage use up maxAttempts
         // and record a good message as failed (acknowledged, never handled).
-        this.logger?.warn?.(CONNECTION_LOST(consumer, messageId));
+        this.logger.warn(CONNECTION_LOST(consumer, messageId));
         throw e;
       }
       return this.afterFailure(consumer, messageId, e, opts);
@@ -268,28 +262,16 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
     opts: Required<InboxOptions>,
   ): Promise<InboxResult<T>> {
     let count;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        count = await this.store.recordFailure(
-          consumer,
-          messageId,
-          describe(error),
-          opts.maxAttempts,
-        );
-        break;
-      } catch (recordError) {
-        // A deadlock victim or a serialization failure: the count is run again, else a lost
-        // count would let a failing message be retried past maxAttempts.
-        if (attempt < CLAIM_TRIES && this.store.isRetryable(recordError)) {
-          await sleep(5 * attempt + Math.random() * 20);
-          continue;
-        }
-        this.logger?.error(
-          FAILURE_NOT_RECORDED(consumer, messageId),
-          (recordError as Error)?.stack,
-        );
-        throw error;
-      }
+    try {
+      // A deadlock victim or a serialization failure: the count is run again, else a lost
+      // count would let a failing message be retried past maxAttempts.
+      count = await retryWithJitter(
+        () => this.store.recordFailure(consumer, messageId, describe(error), opts.maxAttempts),
+        { ...CLAIM_RETRY, retryable: (e) => this.store.isRetryable(e) },
+      );
+    } catch (recordError) {
+      this.logger.error(FAILURE_NOT_RECORDED(consumer, messageId), (recordError as Error)?.stack);
+      throw error;
     }
     if (count.status === 'processed') {
       // Another delivery of the same message committed meanwhile: nothing is left to do.
@@ -298,7 +280,7 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
     }
     if (count.status !== 'failed') throw error;
     this.metrics.inboxFailed.add(1, { consumer });
-    this.logger?.error(GAVE_UP(consumer, messageId, count.attempts), (error as Error)?.stack);
+    this.logger.error(GAVE_UP(consumer, messageId, count.attempts), (error as Error)?.stack);
     if (opts.onMaxAttempts === 'rethrow') throw error;
     return { status: 'failed', duplicate: false, attempts: count.attempts, error };
   }
@@ -334,13 +316,4 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
 function describe(error: unknown): string {
   const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
   return text.length > MAX_ERROR_LENGTH ? text.slice(0, MAX_ERROR_LENGTH) : text;
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function stripUndefined<T extends object>(o: T): Partial<T> {
-  const out: Partial<T> = {};
-  for (const [k, v] of Object.entries(o))
-    if (v !== undefined) (out as Record<string, unknown>)[k] = v;
-  return out;
 }

@@ -12,8 +12,7 @@ import {
   UseFilters,
   UseGuards,
 } from '@nestjs/common';
-import { ProblemException } from '../http/idempotency.errors';
-import { ProblemDetailsFilter } from '../http/problem-details.filter';
+import { problem, PROBLEM_TYPES, ProblemDetailsFilter } from '../problem-details';
 import type { OutboxEntry } from '../outbox/outbox-admin.service';
 import type { OutboxStatus } from '../persistence/dialects';
 import {
@@ -33,34 +32,18 @@ import {
   ADMIN_NOT_REQUEUEABLE,
 } from './maintenance.messages';
 
-/** Stable `type` URIs of the admin API's problem+json answers. */
+/** Stable `type` URIs of the admin API's problem+json answers (from the one list, `PROBLEM_TYPES`). */
 export const ADMIN_PROBLEM_TYPES = {
-  badRequest: 'urn:nestjs-exactly-once:problem:admin-invalid-request',
-  notFound: 'urn:nestjs-exactly-once:problem:admin-not-found',
-  conflict: 'urn:nestjs-exactly-once:problem:admin-conflict',
+  badRequest: PROBLEM_TYPES.adminInvalidRequest,
+  notFound: PROBLEM_TYPES.adminNotFound,
+  conflict: PROBLEM_TYPES.adminConflict,
 } as const;
 
 const badRequest = (detail: string) =>
-  new ProblemException({
-    type: ADMIN_PROBLEM_TYPES.badRequest,
-    title: 'Invalid admin request',
-    status: 400,
-    detail,
-  });
-const notFound = (detail: string) =>
-  new ProblemException({
-    type: ADMIN_PROBLEM_TYPES.notFound,
-    title: 'Not found',
-    status: 404,
-    detail,
-  });
+  problem(400, PROBLEM_TYPES.adminInvalidRequest, 'Invalid admin request', detail);
+const notFound = (detail: string) => problem(404, PROBLEM_TYPES.adminNotFound, 'Not found', detail);
 const conflict = (detail: string) =>
-  new ProblemException({
-    type: ADMIN_PROBLEM_TYPES.conflict,
-    title: 'Not allowed in this state',
-    status: 409,
-    detail,
-  });
+  problem(409, PROBLEM_TYPES.adminConflict, 'Not allowed in this state', detail);
 
 /** A message id: 1 to 255 characters, no control characters. */
 function messageId(id: string): string {

@@ -2,8 +2,6 @@ import {
   BeforeApplicationShutdown,
   Inject,
   Injectable,
-  Logger,
-  LoggerService,
   OnApplicationBootstrap,
 } from '@nestjs/common';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
@@ -11,8 +9,10 @@ import { MaintenanceStore } from './maintenance.store';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options';
 import type { CleanupBatch, CleanupSql } from '../persistence/dialects';
 import type { SqlExecutor } from '../persistence/sql-executor';
+import { retryWithJitter } from '../internal/jittered-retry';
 import { CLEANUP_RUN_FAILED, CLEANUP_STATEMENT_FAILED } from './maintenance.messages';
-import { MetricsService } from './metrics.service';
+import { LibraryLogger } from '../observability/library-logger';
+import { MetricsService } from '../observability/metrics.service';
 
 /** The tables retention cleanup works on. */
 export type CleanupTable = 'idempotency' | 'outbox' | 'inbox';
@@ -58,7 +58,7 @@ const TABLES: CleanupTable[] = ['idempotency', 'outbox', 'inbox'];
  */
 @Injectable()
 export class CleanupService implements OnApplicationBootstrap, BeforeApplicationShutdown {
-  private readonly logger: LoggerService | undefined;
+  private readonly logger = new LibraryLogger(this.options.logger, 'IdempotencyCleanup');
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<CleanupReport> | undefined;
   private stopped = false;
@@ -71,10 +71,7 @@ export class CleanupService implements OnApplicationBootstrap, BeforeApplication
     private readonly store: MaintenanceStore,
     private readonly metrics: MetricsService,
     @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
-  ) {
-    this.logger =
-      options.logger === false ? undefined : (options.logger ?? new Logger('IdempotencyCleanup'));
-  }
+  ) {}
 
   onApplicationBootstrap(): void {
     if (!this.options.cleanup.enabled) return;
@@ -142,7 +139,7 @@ export class CleanupService implements OnApplicationBootstrap, BeforeApplication
     this.timer = setTimeout(() => {
       this.timer = undefined;
       this.runOnce()
-        .catch((e) => this.logger?.error(CLEANUP_RUN_FAILED(String(e?.message ?? e))))
+        .catch((e) => this.logger.error(CLEANUP_RUN_FAILED(String(e?.message ?? e))))
         .finally(() => this.schedule());
     }, this.nextDelay());
     this.timer.unref?.();
@@ -231,7 +228,7 @@ export class CleanupService implements OnApplicationBootstrap, BeforeApplication
       report.errors[table] = message;
       if (this.lastErrors.get(table) !== message) {
         this.lastErrors.set(table, message);
-        this.logger?.warn(CLEANUP_STATEMENT_FAILED(table, message));
+        this.logger.warn(CLEANUP_STATEMENT_FAILED(table, message));
       }
       return -1;
     }
@@ -250,15 +247,13 @@ export class CleanupService implements OnApplicationBootstrap, BeforeApplication
   }
 
   /** Runs a statement again (up to 3 tries in all) after a deadlock, lock timeout or busy database. */
-  private async withRetries<T>(fn: () => Promise<T>): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await fn();
-      } catch (e) {
-        if (attempt >= 3 || this.stopped || !this.sql.isRetryable(e)) throw e;
-        await new Promise((r) => setTimeout(r, 10 * attempt + Math.random() * 20));
-      }
-    }
+  private withRetries<T>(fn: () => Promise<T>): Promise<T> {
+    return retryWithJitter(fn, {
+      tries: 3,
+      stepMs: 10,
+      jitterMs: 20,
+      retryable: (e) => !this.stopped && this.sql.isRetryable(e),
+    });
   }
 
   /** Autocommit on a pooled connection, or a short transaction (the dialect's isolation level and prelude). */
@@ -267,17 +262,14 @@ export class CleanupService implements OnApplicationBootstrap, BeforeApplication
   }
 
   private logRun(r: CleanupReport): void {
-    if (!this.logger) return;
+    if (!this.logger.enabled) return;
     const total = r.deleted.idempotency + r.deleted.outbox + r.deleted.inbox;
-    const line = JSON.stringify({
-      event: 'cleanup.run',
+    this.logger.event(total > 0 ? 'log' : 'debug', 'cleanup.run', {
       deleted: r.deleted,
       statements: r.statements,
       ms: r.durationMs,
       pausedMs: r.pausedMs,
       caughtUp: r.caughtUp,
     });
-    if (total > 0) this.logger.log(line);
-    else this.logger.debug?.(line);
   }
 }

@@ -3,6 +3,7 @@ import { MaintenanceStore } from './maintenance.store';
 import { ModuleRef } from '@nestjs/core';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { HealthOptions, ResolvedIdempotencyOptions } from '../idempotency.options';
+import { stripUndefined } from '../internal/strip-undefined';
 import type { OutboxHealthRow } from '../persistence/dialects';
 import {
   HEALTH_BACKLOG_OLD,
@@ -119,8 +120,4 @@ export class IdempotencyHealthIndicator {
   protected readOutbox(): Promise<OutboxHealthRow> {
     return this.store.outboxHealth();
   }
-}
-
-function stripUndefined<T extends object>(o: T): Partial<T> {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }

@@ -1,7 +1,7 @@
 import { Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { MaintenanceStore } from './maintenance.store';
-import type { OutboxBacklogSnapshot } from './metrics.service';
-import { MetricsService } from './metrics.service';
+import type { OutboxBacklogSnapshot } from '../observability/metrics.service';
+import { MetricsService } from '../observability/metrics.service';
 
 /** A collection within this many ms of the last one reuses its figures (several readers, one query). */
 const CACHE_MS = 1000;

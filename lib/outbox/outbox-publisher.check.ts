@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { Inject, Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import {
   PARAMTYPES_METADATA,
   PROPERTY_DEPS_METADATA,
@@ -7,6 +7,7 @@ import {
 import { DiscoveryService, ModuleRef } from '@nestjs/core';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options';
+import { LibraryLogger } from '../observability/library-logger';
 import { OutboxPublisher } from './outbox-publisher.interface';
 import { OUTBOX_WITHOUT_PUBLISHER } from './outbox.messages';
 import { OutboxService } from './outbox.service';
@@ -27,11 +28,12 @@ export class OutboxPublisherCheck implements OnApplicationBootstrap {
   ) {}
 
   onApplicationBootstrap(): void {
-    if (!this.options.outbox.relayEnabled || this.options.logger === false) return;
+    const logger = new LibraryLogger(this.options.logger, 'OutboxRelay');
+    if (!this.options.outbox.relayEnabled || !logger.enabled) return;
     if (this.options.outbox.publisher || this.hasPublisherProvider()) return;
     const users = this.outboxUsers();
     if (users.length === 0) return;
-    (this.options.logger ?? new Logger('OutboxRelay')).warn(OUTBOX_WITHOUT_PUBLISHER(users));
+    logger.warn(OUTBOX_WITHOUT_PUBLISHER(users));
   }
 
   private hasPublisherProvider(): boolean {

@@ -2,8 +2,6 @@ import {
   BeforeApplicationShutdown,
   Inject,
   Injectable,
-  Logger,
-  LoggerService,
   OnApplicationBootstrap,
 } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
@@ -11,14 +9,15 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options';
-import { MetricsService } from '../maintenance/metrics.service';
+import { LibraryLogger, type LibraryLogLevel } from '../observability/library-logger';
+import { MetricsService } from '../observability/metrics.service';
 import { OutboxStore } from './outbox.store';
 import type { OutboxRow } from '../persistence/dialects';
 import { outboxAfterPublish } from '../diagnostics/diagnostics.channels';
 import { outboxBackoffMs } from './outbox-backoff';
 import { OUTBOX_HEADERS, OUTBOX_LIMITS } from './outbox.constants';
-import { OutboxPublishTimeoutError } from './outbox.errors';
-import { NO_PUBLISHER, PUBLISH_TIMEOUT, UNREADABLE_PAYLOAD } from './outbox.messages';
+import { NO_PUBLISHER, UNREADABLE_PAYLOAD } from './outbox.messages';
+import { publishWithin } from './outbox-publish';
 import type { OutboxMessage } from './outbox-message.interface';
 import { OutboxPublisher } from './outbox-publisher.interface';
 import { OutboxWakeSignal } from './outbox-wake.signal';
@@ -63,7 +62,7 @@ export interface OutboxBatchResult {
 export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShutdown {
   /** Identifies this relay in lease owners (`<host>/<pid>/<random>#<batch>`). */
   readonly relayId = `${hostname().slice(0, 64)}/${process.pid}/${randomUUID().slice(0, 8)}`;
-  protected readonly logger: LoggerService | undefined;
+  protected readonly logger = new LibraryLogger(this.options.logger, 'OutboxRelay');
   private publisher: OutboxPublisher | undefined;
   private state: OutboxRelayStatus['state'] = 'idle';
   private loop: Promise<void> | undefined;
@@ -85,10 +84,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     private readonly moduleRef: ModuleRef,
     private readonly signal: OutboxWakeSignal,
     private readonly metrics: MetricsService,
-  ) {
-    this.logger =
-      options.logger === false ? undefined : (options.logger ?? new Logger('OutboxRelay'));
-  }
+  ) {}
 
   onApplicationBootstrap(): void {
     if (!this.options.outbox.relayEnabled) return;
@@ -280,32 +276,14 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
         outcomes[i] = new Error(UNREADABLE_PAYLOAD((e as Error).message));
       }
     });
-    if (publisher.publishBatch) {
-      try {
-        const results = await withTimeout(publisher.publishBatch(messages), timeoutMs);
-        messages.forEach((_, k) => (outcomes[index[k]] = toError(results[k], true)));
-      } catch (e) {
-        for (const i of index) outcomes[i] = toError(e);
-      }
-    } else {
-      await Promise.all(
-        messages.map(async (m, k) => {
-          try {
-            await withTimeout(publisher.publish(m), timeoutMs);
-          } catch (e) {
-            outcomes[index[k]] = toError(e);
-          }
-        }),
-      );
-    }
+    const results = await publishWithin(publisher, messages, timeoutMs);
+    results.forEach((outcome, k) => (outcomes[index[k]] = outcome));
     return { outcomes, messages: byRow };
   }
 
-  /** One structured log line (JSON): message ids and types, never payloads. */
-  private log(level: 'log' | 'warn' | 'error' | 'debug', event: string, fields: object = {}): void {
-    if (!this.logger) return;
-    const line = JSON.stringify({ event: `outbox.${event}`, ...fields });
-    (this.logger[level] ?? this.logger.log).call(this.logger, line);
+  /** One structured log event: message ids and types, never payloads. */
+  private log(level: LibraryLogLevel, event: string, fields: object = {}): void {
+    this.logger.event(level, `outbox.${event}`, fields);
   }
 
   private async run(): Promise<void> {
@@ -350,25 +328,5 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       const timer = setTimeout(done, ms);
       this.interruptSleep = done;
     });
-  }
-}
-
-function toError(e: unknown, allowUndefined = false): Error | undefined {
-  if (e === undefined || e === null)
-    return allowUndefined ? undefined : new Error('publish failed');
-  return e instanceof Error ? e : new Error(String(e));
-}
-
-async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      promise,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new OutboxPublishTimeoutError(PUBLISH_TIMEOUT(ms))), ms);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
   }
 }

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options';
-import { MetricsService } from '../maintenance/metrics.service';
+import { MetricsService } from '../observability/metrics.service';
 import { DatabaseService } from './database.service';
 import type {
   IdempotencyRow,

@@ -25,7 +25,11 @@ interface Consumer {
 async function startConsumer(env: Record<string, string>): Promise<Consumer> {
   const child = spawn(
     process.execPath,
-    ['-r', join(FIXTURES, 'ts-register.js'), join(FIXTURES, 'consumer-process.ts')],
+    [
+      '-r',
+      join(__dirname, '..', 'support', 'ts-register.js'),
+      join(FIXTURES, 'consumer-process.ts'),
+    ],
     {
       env: { ...process.env, RABBITMQ_URL: RABBIT_URL, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -2,11 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import type { OutboxEvent } from '../../lib';
-import {
-  eventually,
-  type OutboxFixture,
-  startOutboxFixture,
-} from '../fixtures/outbox/outbox-fixture';
+import { type OutboxFixture, startOutboxFixture } from '../fixtures/outbox/outbox-fixture';
+import { eventually } from '../support/eventually';
 import { RABBIT_URL, RabbitCollector } from '../fixtures/outbox/rabbit-collector';
 import { createTestDatabase, databaseKinds, type TestDatabase } from '../support/databases';
 import { faultPreload } from '../support/fault-preload';
@@ -28,7 +25,7 @@ function spawnRelay(env: Record<string, string>): RelayProcess {
     [
       ...faultPreload({ ...process.env, ...env }),
       '-r',
-      join(FIXTURES, 'ts-register.js'),
+      join(__dirname, '..', 'support', 'ts-register.js'),
       join(FIXTURES, 'relay-process.ts'),
     ],
     {

@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { DataSource, QueryRunner } from 'typeorm';
-import { DEFAULT_OPTIONS } from '../../lib/idempotency.options';
+import { DEFAULT_OPTIONS } from '../../lib/idempotency-options.resolver';
 import { createDialect, type Dialect, type ReserveParams } from '../../lib/persistence/dialects';
 import { executorFor } from '../../lib/persistence/sql-executor';
 import { getIdempotencyMigrations } from '../../lib';

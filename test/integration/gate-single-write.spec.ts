@@ -1,7 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { DEFAULT_OPTIONS } from '../../lib/idempotency.options';
+import { DEFAULT_OPTIONS } from '../../lib/idempotency-options.resolver';
 import { buildScope } from '../../lib/http/request-scope';
 import { requestFingerprint } from '../../lib/http/request-fingerprint';
 import { encodeSnapshot } from '../../lib/http/response-snapshot';

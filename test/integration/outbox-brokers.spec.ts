@@ -2,11 +2,8 @@ import { ClientProxyFactory, Transport } from '@nestjs/microservices';
 import { connect as connectNats, JSONCodec } from 'nats';
 import { randomUUID } from 'node:crypto';
 import { ClientProxyPublisher } from '../../lib';
-import {
-  eventually,
-  type OutboxFixture,
-  startOutboxFixture,
-} from '../fixtures/outbox/outbox-fixture';
+import { type OutboxFixture, startOutboxFixture } from '../fixtures/outbox/outbox-fixture';
+import { eventually } from '../support/eventually';
 import { NATS_URL, RABBIT_URL, RabbitCollector } from '../fixtures/outbox/rabbit-collector';
 import { TcpProxy } from '../fixtures/outbox/tcp-proxy';
 import { createTestDatabase, databaseKinds, type TestDatabase } from '../support/databases';

@@ -3,11 +3,11 @@ import { randomUUID } from 'node:crypto';
 import { InvalidOutboxEventError, OutboxTransactionRequiredError } from '../../lib';
 import type { OutboxEvent, OutboxMessage } from '../../lib';
 import {
-  eventually,
   type OutboxFixture,
   RecordingPublisher,
   startOutboxFixture,
 } from '../fixtures/outbox/outbox-fixture';
+import { eventually } from '../support/eventually';
 import {
   createTestDatabase,
   databaseKinds,

@@ -4,7 +4,7 @@ import { connect as connectNats, JSONCodec } from 'nats';
 import { randomUUID } from 'node:crypto';
 import { OutboxAdminService } from '../../lib';
 import type { OutboxMessage } from '../../lib';
-import { eventually } from '../fixtures/outbox/outbox-fixture';
+import { eventually } from '../support/eventually';
 import { deleteQueue, NATS_URL, RABBIT_URL } from '../fixtures/outbox/rabbit-collector';
 import { createTestDatabase, databaseKinds, type TestDatabase } from '../support/databases';
 import { baseUrl, startSampleApp } from '../support/sample-app';

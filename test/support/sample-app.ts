@@ -1,9 +1,9 @@
 import type { INestApplication } from '@nestjs/common';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { createSampleApp } from '../../sample-app/main';
 import { faultPreload } from './fault-preload';
+import { freePort } from './free-port';
 
 export type Platform = 'express' | 'fastify';
 
@@ -38,18 +38,6 @@ export async function baseUrl(app: INestApplication): Promise<string> {
   return url.replace('[::1]', '127.0.0.1').replace('localhost', '127.0.0.1');
 }
 
-/** A free TCP port on loopback. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as any).port;
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
-}
-
 /** The sample app as a real OS process (the built dist/sample-app/main.js). */
 export interface AppProcess {
   url: string;
@@ -62,7 +50,15 @@ export async function spawnSampleApp(env: Record<string, string>): Promise<AppPr
   const port = await freePort();
   const main = join(__dirname, '..', '..', 'dist', 'sample-app', 'main.js');
   const child = spawn(process.execPath, [...faultPreload({ ...process.env, ...env }), main], {
-    env: { ...process.env, LOG_LEVEL: 'warn', ...env, PORT: String(port), HOST: '127.0.0.1' },
+    // JSON logs: the library's events are objects, which tests find by their fields.
+    env: {
+      ...process.env,
+      LOG_LEVEL: 'warn',
+      LOG_FORMAT: 'json',
+      ...env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -9,10 +9,15 @@ class SummaryReporter {
   onRunComplete(_contexts, results) {
     const skipped = results.numPendingTests + results.numTodoTests;
     const failed = results.numFailedTests + results.numRuntimeErrorTestSuites;
-    const line = `${results.numPassedTests} passed, ${failed} failed` + (skipped ? `, ${skipped} skipped` : '');
+    const line =
+      `${results.numPassedTests} passed, ${failed} failed` +
+      (skipped ? `, ${skipped} skipped` : '');
     process.stdout.write(`\n${line}\n`);
     if (process.env.EO_SUMMARY_FILE) {
-      appendFileSync(process.env.EO_SUMMARY_FILE, JSON.stringify({ passed: results.numPassedTests, failed, skipped }) + '\n');
+      appendFileSync(
+        process.env.EO_SUMMARY_FILE,
+        JSON.stringify({ passed: results.numPassedTests, failed, skipped }) + '\n',
+      );
     }
   }
 }

@@ -1,5 +1,5 @@
 import { canonicalJson, MAX_JSON_DEPTH } from '../../lib/http/canonical-json';
-import { ProblemException, PROBLEM_TYPES } from '../../lib/http/idempotency.errors';
+import { ProblemException, PROBLEM_TYPES } from '../../lib/problem-details';
 
 const nest = (levels: number): unknown => {
   let v: unknown = 0;

@@ -1,4 +1,4 @@
-import { ProblemException, PROBLEM_TYPES } from '../../lib/http/idempotency.errors';
+import { ProblemException, PROBLEM_TYPES } from '../../lib/problem-details';
 import { parseIdempotencyKey } from '../../lib/http/idempotency-key.parser';
 
 /** The 400 problem a parse raises, or undefined when the value is accepted. */

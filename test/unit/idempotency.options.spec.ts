@@ -1,11 +1,10 @@
 import { randomBytes } from 'node:crypto';
+import { defaultStoreStatus, type IdempotencyModuleOptions } from '../../lib/idempotency.options';
 import {
   DEFAULT_OPTIONS,
-  defaultStoreStatus,
-  type IdempotencyModuleOptions,
   resolveEndpointOptions,
   resolveOptions,
-} from '../../lib/idempotency.options';
+} from '../../lib/idempotency-options.resolver';
 
 describe('resolveOptions (module options, defaults merged once)', () => {
   it('gives the documented defaults for no options', () => {

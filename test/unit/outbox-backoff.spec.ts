@@ -1,4 +1,4 @@
-import { outboxBackoffMs } from '../../lib';
+import { outboxBackoffMs } from '../../lib/outbox/outbox-backoff';
 
 describe('outbox retry backoff (exponential, equal jitter)', () => {
   it('doubles per attempt from the base, between half and all of it', () => {

@@ -1,4 +1,4 @@
-import { resolveOptions } from '../../lib';
+import { resolveOptions } from '../../lib/idempotency-options.resolver';
 import { FunctionPublisher } from '../../lib';
 
 describe('outbox module options', () => {

@@ -1,5 +1,5 @@
 import type { EntitySchema } from 'typeorm';
-import { DEFAULT_OPTIONS } from '../../idempotency.options';
+import { DEFAULT_OPTIONS } from '../../idempotency-options.resolver';
 import { dialectNameOf } from '../dialects';
 import type { DialectName, TableNaming } from '../dialects';
 import { TYPE_MISSING, TYPE_UNSUPPORTED } from './entities.messages';

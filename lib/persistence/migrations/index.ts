@@ -1,6 +1,6 @@
 import type { MigrationInterface } from 'typeorm';
 import type { TableNaming } from '../dialects';
-import { DEFAULT_OPTIONS } from '../../idempotency.options';
+import { DEFAULT_OPTIONS } from '../../idempotency-options.resolver';
 import { defineMigration } from './migration-factory';
 
 export interface MigrationNamingOptions {

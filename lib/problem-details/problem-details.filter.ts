@@ -2,13 +2,9 @@ import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@n
 import { STATUS_CODES } from 'node:http';
 import { isMisconfiguration } from '../persistence/database-misconfigured';
 import { isDatabaseUnavailable } from '../persistence/database-unavailable';
-import {
-  isRetryableProblem,
-  misconfigured,
-  ProblemException,
-  serviceUnavailable,
-} from './idempotency.errors';
-import { requestPath, sendRaw } from './http-platform';
+import { requestPath, sendRaw } from '../internal/http-platform';
+import { misconfigured, ProblemException, serviceUnavailable } from './problem.exception';
+import { isRetryableProblem } from './problem-types';
 
 /**
  * A global filter that answers every error as `application/problem+json` (RFC 9457):
