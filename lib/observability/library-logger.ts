@@ -1,5 +1,13 @@
 import { Logger, type LoggerService } from '@nestjs/common';
 
+/** Whether Nest's static Logger writes anywhere (`logger: false` removes its instance). */
+const nestLogs = (): boolean =>
+  (Logger as unknown as { staticInstanceRef?: unknown }).staticInstanceRef !== undefined;
+
+/** Whether the app gave Nest log levels (`logger: [...]`, `app.useLogger([...])`). */
+const appSetLogLevels = (): boolean =>
+  Array.isArray((Logger as unknown as { logLevels?: unknown }).logLevels);
+
 /** The levels the library logs at. */
 export type LibraryLogLevel = 'log' | 'warn' | 'error' | 'debug' | 'verbose';
 
@@ -30,10 +38,19 @@ export class LibraryLogger implements LoggerService {
     return this.target !== undefined;
   }
 
-  /** Whether a line at `level` is wanted: with Nest's own Logger, per `Logger.isLevelEnabled`. */
+  /**
+   * Whether a line at `level` is wanted. With Nest's own Logger: per `Logger.isLevelEnabled` when
+   * the app set log levels; when it set none (Nest then prints every level, but
+   * `Logger.isLevelEnabled` answers false for all), `error`, `warn` and `log` are on and the
+   * per-request `debug`/`verbose` events are off, so a default app sees failures and conflicts
+   * without a line per request.
+   */
   isEnabled(level: LibraryLogLevel): boolean {
     if (!this.target) return false;
-    return !(this.target instanceof Logger) || Logger.isLevelEnabled(level);
+    if (!(this.target instanceof Logger)) return true;
+    if (!nestLogs()) return false; // the app was created with `logger: false`
+    if (appSetLogLevels()) return Logger.isLevelEnabled(level);
+    return level === 'error' || level === 'warn' || level === 'log';
   }
 
   /**

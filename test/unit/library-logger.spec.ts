@@ -1,0 +1,62 @@
+import { ConsoleLogger, Logger, type LoggerService } from '@nestjs/common';
+import { LibraryLogger } from '../../lib/observability/library-logger';
+
+/**
+ * Which lines the library writes through Nest's Logger. Nest's `Logger.isLevelEnabled` answers
+ * false for every level while the app has set no log levels (Nest then prints every level): the
+ * library must still report failures and conflicts there, without a debug line per request.
+ */
+describe('LibraryLogger levels', () => {
+  const statics = Logger as unknown as { logLevels?: unknown; staticInstanceRef?: unknown };
+  let saved: { logLevels?: unknown; staticInstanceRef?: unknown };
+  beforeEach(() => {
+    saved = { logLevels: statics.logLevels, staticInstanceRef: statics.staticInstanceRef };
+    statics.logLevels = undefined;
+    statics.staticInstanceRef = new ConsoleLogger();
+  });
+  afterEach(() => {
+    statics.logLevels = saved.logLevels;
+    statics.staticInstanceRef = saved.staticInstanceRef;
+  });
+
+  it('with no levels set by the app: error, warn and log on, debug and verbose off', () => {
+    const l = new LibraryLogger(undefined, 'Idempotency');
+    expect(['error', 'warn', 'log', 'debug', 'verbose'].map((x) => l.isEnabled(x as any))).toEqual([
+      true,
+      true,
+      true,
+      false,
+      false,
+    ]);
+  });
+
+  it("follows the app's levels when it set them", () => {
+    Logger.overrideLogger(['error', 'debug']);
+    const l = new LibraryLogger(undefined, 'Idempotency');
+    expect(l.isEnabled('error')).toBe(true);
+    expect(l.isEnabled('warn')).toBe(false);
+    expect(l.isEnabled('debug')).toBe(true);
+  });
+
+  it('writes nothing when the app was created with logger: false, or the option is false', () => {
+    Logger.overrideLogger(false);
+    expect(new LibraryLogger(undefined, 'Idempotency').isEnabled('error')).toBe(false);
+    expect(new LibraryLogger(false, 'Idempotency').isEnabled('error')).toBe(false);
+  });
+
+  it("an app's own LoggerService decides for itself, and gets structured events", () => {
+    const lines: unknown[][] = [];
+    const mine: LoggerService = {
+      log: (...a: unknown[]) => lines.push(['log', ...a]),
+      warn: (...a: unknown[]) => lines.push(['warn', ...a]),
+      error: (...a: unknown[]) => lines.push(['error', ...a]),
+    };
+    const l = new LibraryLogger(mine, 'Idempotency');
+    expect(l.isEnabled('debug')).toBe(true);
+    l.event('warn', 'idempotency.lease-takeover', () => ({ keyHash: 'abc' }));
+    l.event('debug', 'idempotency.reserved', () => ({ keyHash: 'abc' }));
+    expect(lines).toEqual([
+      ['warn', { event: 'idempotency.lease-takeover', keyHash: 'abc' }, 'Idempotency'],
+    ]);
+  });
+});
