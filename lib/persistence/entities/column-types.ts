@@ -100,3 +100,12 @@ export function constraintName(db: DialectName, prefix: 'pk' | 'ux' | 'ix' | 'ck
   return (table: string, suffix?: string) =>
     `${db === 'mssql' ? prefix.toUpperCase() : prefix}_${table}${suffix ? `_${suffix}` : ''}`;
 }
+
+/**
+ * The primary key's name of a table whose migration declares an inline identity key: PostgreSQL's
+ * default `<table>_pkey`, SQL Server's `PK_<table>`; unnamed elsewhere.
+ */
+export function identityKeyName(db: DialectName, table: string): string | undefined {
+  if (db === 'postgres') return `${table}_pkey`;
+  return db === 'mssql' ? constraintName(db, 'pk')(table) : undefined;
+}

@@ -1,6 +1,6 @@
 import { EntitySchema } from 'typeorm';
 import type { DialectName } from '../dialects';
-import { columnTypes, constraintName } from './column-types';
+import { columnTypes, constraintName, identityKeyName } from './column-types';
 
 /** A row of the idempotency ledger. */
 export interface IdempotencyRecord {
@@ -34,12 +34,7 @@ export function idempotencyRecordEntity(
   const t = columnTypes(db);
   const name = (prefix: 'ux' | 'ix' | 'ck', suffix: string) =>
     constraintName(db, prefix)(table, suffix);
-  const pk =
-    db === 'postgres'
-      ? `${table}_pkey`
-      : db === 'mssql'
-        ? constraintName(db, 'pk')(table)
-        : undefined;
+  const pk = identityKeyName(db, table);
   const scopeKey = { name: name('ux', 'scope_key'), columns: ['scope', 'idempotencyKey'] };
   return new EntitySchema<IdempotencyRecord>({
     name: 'IdempotencyRecord',

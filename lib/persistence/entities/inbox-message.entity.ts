@@ -1,17 +1,9 @@
 import { EntitySchema } from 'typeorm';
-import type { DialectName, InboxStatus } from '../dialects';
+import type { DialectName, InboxRow } from '../dialects';
 import { columnTypes, constraintName } from './column-types';
 
-/** A row of the inbox: one message id as seen by one consumer. */
-export interface InboxMessage {
-  consumer: string;
-  messageId: string;
-  status: InboxStatus;
-  attempts: number;
-  receivedAt: Date;
-  processedAt: Date | null;
-  lastError: string | null;
-}
+/** A row of the inbox: one message id as seen by one consumer (as the dialects read it). */
+export type InboxMessage = InboxRow;
 
 /**
  * The inbox as the CreateInboxMessages migration creates it on `db`. On SQL Server the migration

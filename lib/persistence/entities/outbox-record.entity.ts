@@ -1,25 +1,13 @@
 import { EntitySchema } from 'typeorm';
 import type { EntitySchemaIndexOptions } from 'typeorm';
-import type { DialectName, OutboxStatus } from '../dialects';
-import { columnTypes, constraintName } from './column-types';
+import type { DialectName, OutboxRow } from '../dialects';
+import { columnTypes, constraintName, identityKeyName } from './column-types';
 
-/** A row of the outbox: one message, from the business transaction that wrote it to its publication. */
-export interface OutboxRecord {
-  seq: string;
-  id: string;
-  type: string;
-  payload: string;
-  headers: string | null;
-  partitionKey: string | null;
-  status: OutboxStatus;
-  attempts: number;
-  nextAttemptAt: Date;
-  lastError: string | null;
-  leaseOwner: string | null;
-  lockedUntil: Date | null;
-  createdAt: Date;
-  sentAt: Date | null;
-}
+/**
+ * A row of the outbox: one message, from the business transaction that wrote it to its publication
+ * (as the dialects read it; the table's `next_attempt_at` is never null).
+ */
+export type OutboxRecord = Omit<OutboxRow, 'nextAttemptAt'> & { nextAttemptAt: Date };
 
 /**
  * The indexes of the CreateOutboxMessages and AddOutboxDeadIndex migrations on `db`. TypeORM
@@ -68,12 +56,7 @@ export function outboxRecordEntity(
   schema?: string,
 ): EntitySchema<OutboxRecord> {
   const t = columnTypes(db);
-  const pk =
-    db === 'postgres'
-      ? `${table}_pkey`
-      : db === 'mssql'
-        ? constraintName(db, 'pk')(table)
-        : undefined;
+  const pk = identityKeyName(db, table);
   return new EntitySchema<OutboxRecord>({
     name: 'OutboxRecord',
     tableName: table,
