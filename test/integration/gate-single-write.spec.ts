@@ -19,12 +19,12 @@ import { startGateFixture } from '../fixtures/gate/gate-fixture.module';
 import { paymentCount, postJson, sleep } from '../fixtures/gate/http';
 
 /**
- * Issue #15: in transactional mode a first execution writes its ledger record ONCE (PostgreSQL
- * and SQL Server: the key's transaction-scoped lock and its record are read in one statement, the
+ * Issue #15: in transactional mode a first execution writes its ledger record ONCE (PostgreSQL:
+ * the key's transaction-scoped lock and its record are read in one statement, the
  * completed record is inserted at the end), and a record committed by someone else while we held
  * the lock (after our read, before our insert) wins: our transaction rolls back and the client
- * gets that record's answer. Where the dialect keeps reserve-then-complete (MySQL/MariaDB,
- * SQLite), the same requests behave the same.
+ * gets that record's answer. Where the dialect keeps reserve-then-complete (SQL Server,
+ * MySQL/MariaDB, SQLite), the same requests behave the same.
  */
 describe.each(databaseKinds())('Single-write ledger (transactional mode) on %s', (kind) => {
   let db: TestDatabase;
@@ -55,8 +55,8 @@ describe.each(databaseKinds())('Single-write ledger (transactional mode) on %s',
 
   const customer = (label: string) => `${label}-${randomUUID().slice(0, 8)}`;
 
-  it('PostgreSQL and SQL Server write the record once; the others reserve then complete', () => {
-    expect(singleWrite).toBe(kind === 'postgres' || kind === 'mssql');
+  it('PostgreSQL writes the record once; the others reserve then complete', () => {
+    expect(singleWrite).toBe(kind === 'postgres');
   });
 
   if (kind === 'postgres') {
@@ -85,9 +85,7 @@ describe.each(databaseKinds())('Single-write ledger (transactional mode) on %s',
       expect(after.ins - before.ins).toBe(n);
       expect(after.upd - before.upd).toBe(0);
     });
-  }
 
-  if (kind === 'postgres' || kind === 'mssql') {
     it("a record committed while the handler holds the key wins; the handler's writes roll back and the client gets that answer", async () => {
       const key = randomUUID();
       const c = customer('race');

@@ -55,8 +55,8 @@ export interface CompleteParams {
 /** Every idempotency-ledger statement a dialect must provide. */
 export interface IdempotencySql {
   /**
-   * Present where the transactional mode writes its record once (PostgreSQL, SQL Server); absent
-   * where it reserves first and completes at the end (MySQL/MariaDB, SQLite).
+   * Present where the transactional mode writes its record once (PostgreSQL); absent where it
+   * reserves first and completes at the end (SQL Server, MySQL/MariaDB, SQLite).
    */
   singleWrite?: SingleWriteIdempotencySql;
   /** Atomic reservation: insert guarded by the unique (scope, key) index, with a short lock wait. */

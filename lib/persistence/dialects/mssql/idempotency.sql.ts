@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { IdempotencySql } from '../contracts/idempotency.contract';
 import type { QuotedTables } from '../dialect';
 import { mapIdempotencyRow } from '../row-mappers';
@@ -26,16 +25,6 @@ export function isMssqlLockTimeout(e: unknown): boolean {
     return true;
   const message = String(err?.driverError?.message ?? err?.message ?? '');
   return /lock timeout|lock request time ?out/i.test(message);
-}
-
-/**
- * The application lock's resource for a key: a SHA-256 of (table, scope, key), 69 characters in
- * all, well within sp_getapplock's NVARCHAR(255), which truncates longer names (resources are
- * compared in binary and scoped to the database).
- */
-export function applockResource(table: string, scope: string, key: string): string {
-  const h = createHash('sha256').update(table).update('\u001f').update(scope).update('\u001f');
-  return `idem:${h.update(key).digest('hex')}`;
 }
 
 /**
@@ -92,51 +81,6 @@ export function mssqlIdempotencySql(t: QuotedTables): IdempotencySql {
          LEFT JOIN (SELECT ${rowColumns} FROM ${T} WHERE scope = @0 AND idempotency_key = @1) AS r
            ON @outcome = 'exists';`,
     );
-  // Single write (transactional mode). The claim takes an application lock on the key owned by
-  // the transaction (sp_getapplock @LockOwner = 'Transaction': released at COMMIT or ROLLBACK;
-  // @LockTimeout in ms, return code >= 0 granted, -1 timed out, without raising an error) and
-  // reads the key's record in the same batch. READCOMMITTEDLOCK + READPAST: a record another
-  // transaction is inserting right now is skipped instead of waited for (its holder has the
-  // application lock, or it is a leased/older reservation the unique index will meet), also
-  // under READ_COMMITTED_SNAPSHOT, where READPAST needs READCOMMITTEDLOCK.
-  const claimSql = (lockTimeoutMs: number) =>
-    compact(
-      `DECLARE @now DATETIME2(3) = SYSUTCDATETIME();
-       DECLARE @rc INT;
-       EXEC @rc = sp_getapplock @Resource = @2, @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = ${lockTimeoutMs};
-       SELECT CASE WHEN @rc >= 0 THEN 1 ELSE 0 END AS ok, r.*
-         FROM (SELECT 1 AS one) AS x
-         LEFT JOIN (SELECT ${rowColumns} FROM ${T} WITH (READCOMMITTEDLOCK, READPAST)
-                     WHERE scope = @0 AND idempotency_key = @1) AS r ON 1 = 1;`,
-    );
-  const claimByTimeout = new Map<number, string>();
-  const insertCompletedSql = compact(
-    `DECLARE @now DATETIME2(3) = SYSUTCDATETIME();
-     DECLARE @n INT = 0;
-     BEGIN TRY
-       INSERT INTO ${T} (scope, idempotency_key, request_hash, state, response_status, response_headers,
-                         response_body, created_at, completed_at, expires_at)
-       SELECT @0, @1, @2, 'completed', @3, @4, CONVERT(VARBINARY(MAX), @5), @now, @now, ${plus('@6', '@now')}
-       WHERE NOT EXISTS (SELECT 1 FROM ${T} WITH (UPDLOCK, HOLDLOCK) WHERE scope = @0 AND idempotency_key = @1);
-       SET @n = @@ROWCOUNT;
-     END TRY
-     BEGIN CATCH
-       IF ERROR_NUMBER() NOT IN (2601, 2627) THROW;
-     END CATCH;
-     SELECT @n AS n;`,
-  );
-  const replaceCompletedSql = compact(
-    `DECLARE @now DATETIME2(3) = SYSUTCDATETIME();
-     UPDATE ${T}
-        SET request_hash = @1, state = 'completed', response_status = @2, response_headers = @3,
-            response_body = CONVERT(VARBINARY(MAX), @4), lease_token = NULL, locked_until = NULL,
-            created_at = @now, completed_at = @now, expires_at = ${plus('@5', '@now')}
-      WHERE id = @0
-        AND (expires_at <= @now
-             OR (state = 'started' AND locked_until <= @now
-                 AND (lease_token = @6 OR (lease_token IS NULL AND @6 IS NULL))));
-     SELECT @@ROWCOUNT AS n;`,
-  );
   const reserveByTimeout = new Map<number, string>();
   // Every statement is built once (per table, and per lock timeout for the reservation).
   const sql = {
@@ -181,39 +125,6 @@ export function mssqlIdempotencySql(t: QuotedTables): IdempotencySql {
     ),
   };
   return {
-    singleWrite: {
-      async claim(exec, p) {
-        const timeout = Math.max(0, Math.floor(p.lockTimeoutMs));
-        let text = claimByTimeout.get(timeout);
-        if (!text) claimByTimeout.set(timeout, (text = claimSql(timeout)));
-        const { rows } = await exec(text, [p.scope, p.key, applockResource(T, p.scope, p.key)]);
-        const r = rows[0];
-        const row = r && r.id !== null && r.id !== undefined ? mapIdempotencyRow(r) : undefined;
-        return { locked: Number(r?.ok) !== 1, row };
-      },
-      async insertCompleted(exec, p) {
-        const { rows } = p.replace
-          ? await exec(replaceCompletedSql, [
-              p.replace.id,
-              p.requestHash,
-              p.status,
-              p.headers,
-              p.body,
-              p.ttlMs,
-              p.replace.expectedToken,
-            ])
-          : await exec(insertCompletedSql, [
-              p.scope,
-              p.key,
-              p.requestHash,
-              p.status,
-              p.headers,
-              p.body,
-              p.ttlMs,
-            ]);
-        return Number(rows[0]?.n) === 1;
-      },
-    },
     async reserve(exec, p) {
       let rows: any[];
       try {
