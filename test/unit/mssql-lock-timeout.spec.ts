@@ -24,6 +24,12 @@ describe('isMssqlLockTimeout', () => {
     expect(isMssqlLockTimeout(bare)).toBe(true);
   });
 
+  it("leaves Babelfish's other unmapped errors (the same 33557097) alone", () => {
+    expect(
+      isMssqlLockTimeout(driverError(33557097, 'relation "idempotency_records" does not exist')),
+    ).toBe(false);
+  });
+
   it('leaves other errors alone', () => {
     expect(isMssqlLockTimeout(driverError(2627, 'Violation of UNIQUE KEY constraint'))).toBe(false);
     expect(isMssqlLockTimeout(driverError(1205, 'Transaction was deadlocked'))).toBe(false);

@@ -105,7 +105,8 @@ export function isUnavailableDriverError(e: any): boolean {
  *   (invalid schema name).
  * - MySQL / MariaDB (mysql2): ER_NO_SUCH_TABLE (errno 1146), ER_BAD_FIELD_ERROR (1054).
  * - SQL Server (mssql / tedious): error numbers 208 ("Invalid object name"), 207 ("Invalid
- *   column name", SQ_BADCOL).
+ *   column name", SQ_BADCOL). Babelfish reports these as its generic 33557097 with
+ *   PostgreSQL's text (`relation "x" does not exist`, `column "x" does not exist`).
  * - SQLite (better-sqlite3): SQLITE_ERROR "no such table", "no such column", "table … has no
  *   column named …".
  */
@@ -113,6 +114,11 @@ const MISCONFIGURED_PG_SQLSTATES = new Set(['42P01', '42703', '3F000']);
 const MISCONFIGURED_MYSQL_CODES = new Set(['ER_NO_SUCH_TABLE', 'ER_BAD_FIELD_ERROR']);
 const MISCONFIGURED_MYSQL_ERRNOS = new Set([1146, 1054]);
 const MISCONFIGURED_MSSQL_NUMBERS = new Set([207, 208]);
+const BABELFISH_UNMAPPED_ERROR = 33557097;
+const BABELFISH_MISCONFIGURED_MESSAGES = [
+  /^relation ".*" does not exist/,
+  /^column ".*" does not exist/,
+];
 const MISCONFIGURED_SQLITE_MESSAGES = [
   /^no such table: /,
   /^no such column: /,
@@ -134,5 +140,11 @@ export function isMisconfiguredDriverError(e: any): boolean {
     MISCONFIGURED_MYSQL_ERRNOS.has(e.errno)
   )
     return true;
-  return typeof e.number === 'number' && MISCONFIGURED_MSSQL_NUMBERS.has(e.number);
+  if (typeof e.number !== 'number') return false;
+  if (MISCONFIGURED_MSSQL_NUMBERS.has(e.number)) return true;
+  const message = typeof e.message === 'string' ? e.message : '';
+  return (
+    e.number === BABELFISH_UNMAPPED_ERROR &&
+    BABELFISH_MISCONFIGURED_MESSAGES.some((re) => re.test(message))
+  );
 }

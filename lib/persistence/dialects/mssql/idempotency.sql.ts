@@ -5,8 +5,6 @@ import { compact } from './mssql.helpers';
 
 /** SQL Server lock request time-out (`SET LOCK_TIMEOUT`, "Lock request time out period exceeded"). */
 const LOCK_TIMEOUT_ERROR = 1222;
-/** Babelfish: PostgreSQL's "canceling statement due to lock timeout", raised to the client (not catchable in T-SQL). */
-const BABELFISH_LOCK_TIMEOUT_ERROR = 33557097;
 
 /**
  * True for a lock time-out reported to the client: SQL Server's 1222, or Babelfish's 33557097
@@ -21,8 +19,9 @@ export function isMssqlLockTimeout(e: unknown): boolean {
     err?.driverError?.originalError?.info?.number,
     err?.originalError?.info?.number,
   ];
-  if (numbers.some((n) => n === LOCK_TIMEOUT_ERROR || n === BABELFISH_LOCK_TIMEOUT_ERROR))
-    return true;
+  if (numbers.some((n) => n === LOCK_TIMEOUT_ERROR)) return true;
+  // Babelfish's 33557097 is its number for every error it does not map (a missing relation too):
+  // only its lock time-out text makes it one.
   const message = String(err?.driverError?.message ?? err?.message ?? '');
   return /lock timeout|lock request time ?out/i.test(message);
 }
