@@ -7,13 +7,13 @@ import type {
 } from './idempotency-module.interfaces';
 import type { IdempotencyModuleOptions } from './idempotency.options';
 import { resolveOptions } from './idempotency-options.resolver';
-import { IdempotencyContext } from './http/idempotency-context';
-import { IdempotencyExceptionFilter } from './http/idempotency-exception.filter';
-import { IdempotencyInterceptor } from './http/idempotency.interceptor';
+import { IdempotencyContext } from './gate/idempotency-context';
+import { IdempotencyExceptionFilter } from './gate/idempotency-exception.filter';
+import { IdempotencyInterceptor } from './gate/idempotency.interceptor';
 import { ConditionalContext } from './conditional/conditional-context';
 import { ConditionalWriter } from './conditional/conditional-writer.service';
 import { ConditionalInterceptor } from './conditional/conditional.interceptor';
-import { IdempotentRoutesExplorer } from './http/idempotent-routes.explorer';
+import { IdempotentRoutesExplorer } from './gate/idempotent-routes.explorer';
 import { InboxInterceptor } from './inbox/inbox.interceptor';
 import { InboxService } from './inbox/inbox.service';
 import { IdempotencyAdminService } from './maintenance/admin.service';

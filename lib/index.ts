@@ -26,11 +26,11 @@ export { REPLAYED_HEADER } from './idempotency.constants';
 export { DIAGNOSTICS_CHANNELS } from './diagnostics/diagnostics.channels';
 
 // HTTP idempotency gate
-export { Idempotent } from './http/idempotent.decorator';
-export { IdempotencyInterceptor } from './http/idempotency.interceptor';
-export { IdempotencyExceptionFilter } from './http/idempotency-exception.filter';
-export { IdempotencyContext, IdempotencyKey, deriveKey } from './http/idempotency-context';
-export type { IdempotencyInfo } from './http/idempotency-context';
+export { Idempotent } from './gate/idempotent.decorator';
+export { IdempotencyInterceptor } from './gate/idempotency.interceptor';
+export { IdempotencyExceptionFilter } from './gate/idempotency-exception.filter';
+export { IdempotencyContext, IdempotencyKey, deriveKey } from './gate/idempotency-context';
+export type { IdempotencyInfo } from './gate/idempotency-context';
 
 // problem+json answers (RFC 9457), for every feature
 export {

@@ -3,7 +3,7 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { randomUUID } from 'node:crypto';
 import { Idempotent } from '../../lib';
-import { encodeSnapshot } from '../../lib/http/response-snapshot';
+import { encodeSnapshot } from '../../lib/gate/response-snapshot';
 import { DatabaseService } from '../../lib/persistence/database.service';
 import { CreatePaymentDto } from '../../sample-app/payments/create-payment.dto';
 import type { Payment } from '../../sample-app/payments/payment.entity';

@@ -1,5 +1,5 @@
 import { applyDecorators, SetMetadata, UseFilters, UseInterceptors } from '@nestjs/common';
-import { IdempotencyExceptionFilter } from '../http/idempotency-exception.filter';
+import { IdempotencyExceptionFilter } from '../gate/idempotency-exception.filter';
 import { CONDITIONAL_METADATA } from './conditional.constants';
 import { ConditionalInterceptor } from './conditional.interceptor';
 import type { ConditionalMetadata } from './conditional.interceptor';

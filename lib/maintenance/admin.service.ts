@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { MaintenanceStore } from './maintenance.store';
-import { keyHashOf } from '../http/idempotency-context';
-import { buildScope } from '../http/request-scope';
+import { keyHashOf } from '../gate/idempotency-context';
+import { buildScope } from '../gate/request-scope';
 import {
   OutboxAdminService,
   type OutboxEntry,

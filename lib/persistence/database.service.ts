@@ -6,7 +6,7 @@ import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adap
 import type { DataSource, EntityManager } from 'typeorm';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options';
-import { NO_TRANSACTION_HOST } from '../http/idempotency.messages';
+import { NO_TRANSACTION_HOST } from '../gate/idempotency.messages';
 import type { Dialect } from './dialects';
 import { createDialect } from './dialects';
 import { guardPgPool } from './dialects/postgres/pg-pool.guard';

@@ -7,7 +7,7 @@ import {
   type TestDatabase,
 } from '../support/databases';
 import { type AppProcess, spawnSampleApp } from '../support/sample-app';
-import { keyHashOf } from '../../lib/http/idempotency-context';
+import { keyHashOf } from '../../lib/gate/idempotency-context';
 import { type Answer, ledgerRows, paymentCount, postJson, sleep } from '../fixtures/gate/http';
 import { paymentsScope } from '../fixtures/gate/ledger';
 

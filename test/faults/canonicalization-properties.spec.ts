@@ -1,6 +1,6 @@
 import fc from 'fast-check';
-import { canonicalJson } from '../../lib/http/canonical-json';
-import { requestFingerprint } from '../../lib/http/request-fingerprint';
+import { canonicalJson } from '../../lib/gate/canonical-json';
+import { requestFingerprint } from '../../lib/gate/request-fingerprint';
 
 /** Canonicalization properties (RFC 8785): layout never matters, any value change does. */
 const fingerprint = (body: unknown, query = '') =>

@@ -13,7 +13,7 @@ import { derivedKeys, handlerEvents } from '../fixtures/gate/gate-fixture.contro
 import { startGateFixture } from '../fixtures/gate/gate-fixture.module';
 import { handlerEntered, ledgerRows, paymentCount, postJson } from '../fixtures/gate/http';
 import { plantExpiredRecord } from '../fixtures/gate/ledger';
-import { buildScope } from '../../lib/http/request-scope';
+import { buildScope } from '../../lib/gate/request-scope';
 
 const platforms: Platform[] = ['express', 'fastify'];
 const cases = databaseKinds().flatMap((db) => platforms.map((p) => [db, p] as const));

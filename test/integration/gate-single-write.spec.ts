@@ -2,9 +2,9 @@ import type { INestApplication } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { DEFAULT_OPTIONS } from '../../lib/idempotency-options.resolver';
-import { buildScope } from '../../lib/http/request-scope';
-import { requestFingerprint } from '../../lib/http/request-fingerprint';
-import { encodeSnapshot } from '../../lib/http/response-snapshot';
+import { buildScope } from '../../lib/gate/request-scope';
+import { requestFingerprint } from '../../lib/gate/request-fingerprint';
+import { encodeSnapshot } from '../../lib/gate/response-snapshot';
 import { createDialect } from '../../lib/persistence/dialects';
 import { executorFor } from '../../lib/persistence/sql-executor';
 import {

@@ -1,4 +1,4 @@
-import { canonicalJson, MAX_JSON_DEPTH } from '../../lib/http/canonical-json';
+import { canonicalJson, MAX_JSON_DEPTH } from '../../lib/gate/canonical-json';
 import { ProblemException, PROBLEM_TYPES } from '../../lib/problem-details';
 
 const nest = (levels: number): unknown => {

@@ -1,5 +1,5 @@
 import { ProblemException, PROBLEM_TYPES } from '../../lib/problem-details';
-import { parseIdempotencyKey } from '../../lib/http/idempotency-key.parser';
+import { parseIdempotencyKey } from '../../lib/gate/idempotency-key.parser';
 
 /** The 400 problem a parse raises, or undefined when the value is accepted. */
 function rejection(value: string, max = 255): ProblemException | undefined {

@@ -1,4 +1,4 @@
-import { LeaseKeeper } from '../../lib/http/lease-keeper';
+import { LeaseKeeper } from '../../lib/gate/lease-keeper';
 
 describe('LeaseKeeper', () => {
   beforeEach(() => jest.useFakeTimers());

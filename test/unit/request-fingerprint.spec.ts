@@ -3,7 +3,7 @@ import {
   isJsonContentType,
   requestFingerprint,
   sortedQuery,
-} from '../../lib/http/request-fingerprint';
+} from '../../lib/gate/request-fingerprint';
 
 const base: FingerprintInput = {
   method: 'POST',

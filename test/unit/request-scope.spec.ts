@@ -1,4 +1,4 @@
-import { buildScope, MAX_SCOPE_LENGTH } from '../../lib/http/request-scope';
+import { buildScope, MAX_SCOPE_LENGTH } from '../../lib/gate/request-scope';
 
 describe('buildScope', () => {
   it('scopes by tenant, principal, method and route template', () => {

@@ -1,6 +1,6 @@
-import { normalizePath, resourcePath } from '../../lib/http/resource-path';
-import { buildScope } from '../../lib/http/request-scope';
-import { pickPaths, requestFingerprint } from '../../lib/http/request-fingerprint';
+import { normalizePath, resourcePath } from '../../lib/gate/resource-path';
+import { buildScope } from '../../lib/gate/request-scope';
+import { pickPaths, requestFingerprint } from '../../lib/gate/request-fingerprint';
 
 describe('resourcePath (the resource a key is scoped to)', () => {
   it('fills the route template with the router-decoded parameters', () => {

@@ -5,7 +5,7 @@ import {
   encodeSnapshot,
   type ResponseSnapshot,
   storableHeaders,
-} from '../../lib/http/response-snapshot';
+} from '../../lib/gate/response-snapshot';
 
 const snapshot: ResponseSnapshot = {
   status: 201,
