@@ -35,6 +35,9 @@ import { buildScope } from './request-scope';
 import { normalizePath, resourcePath } from './resource-path';
 import { TransactionalMode } from './transactional.mode';
 
+/** RFC 9110 optional white space (SP, HTAB) at either end of a header value. */
+const OWS_AROUND = /^[ \t]+|[ \t]+$/g;
+
 /**
  * The HTTP idempotency gate's Nest side: for each guarded request it resolves the endpoint's
  * options, reads the key, the resource and the fingerprint, and hands the guarded request to its
@@ -132,7 +135,9 @@ export class IdempotencyInterceptor implements NestInterceptor {
     }
     if (values.length > 1)
       throw invalidKey(`the ${opts.headerName} header appears ${values.length} times`);
-    return parseIdempotencyKey(values[0].trim(), opts.maxKeyLength);
+    // Only HTTP's optional white space (SP, HTAB) around the value, not String#trim's Unicode
+    // white space: a key that starts with a no-break space (0xA0) is invalid, not another key.
+    return parseIdempotencyKey(values[0].replace(OWS_AROUND, ''), opts.maxKeyLength);
   }
 
   /**

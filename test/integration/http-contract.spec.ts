@@ -124,6 +124,19 @@ describe.each(cases)('HTTP idempotency contract on %s / %s', (kind, platform) =>
     expect(await paymentsOf('badkey')).toHaveLength(0);
   });
 
+  it('answers 400 for a key with a no-break space (0xA0) around it: only SP and HTAB are HTTP white space', async () => {
+    for (const value of ['\u00a0#', 'abc\u00a0']) {
+      const r = await fetch(`${url}/payments`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'idempotency-key': value },
+        body: JSON.stringify(body({ customerId: 'nbspkey' })),
+      });
+      expect(r.status).toBe(400);
+      expect(((await r.json()) as any).type).toMatch(/idempotency-key-invalid/);
+    }
+    expect(await paymentsOf('nbspkey')).toHaveLength(0);
+  });
+
   it('accepts a key of exactly 255 characters', async () => {
     const key = 'x'.repeat(219) + randomUUID();
     expect(key).toHaveLength(255);
