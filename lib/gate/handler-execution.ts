@@ -1,5 +1,4 @@
-import { type CallHandler, StreamableFile } from '@nestjs/common';
-import { Readable } from 'node:stream';
+import type { CallHandler } from '@nestjs/common';
 import type { Subscriber } from 'rxjs';
 import type { ResolvedEndpointOptions, ResolvedIdempotencyOptions } from '../idempotency.options';
 import { type MetricsService } from '../observability/metrics.service';
@@ -11,11 +10,12 @@ import type { IdempotencyLedger, Reservation } from '../persistence/idempotency-
 import { errorText, type GateAnswer, type GateAnswers } from './gate-answers';
 import { Abort, type GuardedRequest } from './guarded-request';
 import { trackHandlerBody } from './handler-body.tracker';
-import { requestPath } from '../internal/http-platform';
+import { rawResponse, requestPath } from '../internal/http-platform';
 import { leaseLost, notSnapshottable, responseTooLarge } from './idempotency.errors';
 import { CAPTURE_TIMEOUT } from './idempotency.messages';
 import { type CapturedResponse, type ResponseCapture } from './response-capture';
 import { encodeSnapshot, type ResponseSnapshot, storableHeaders } from './response-snapshot';
+import { discardStream, isStreamLike } from './stream-like';
 
 const CAPTURE_TIMEOUT_MS = 30_000;
 
@@ -44,28 +44,50 @@ export class HandlerExecution {
     capture: ResponseCapture,
   ): Promise<void> {
     let threw = false;
-    let unsnapshottable: string | undefined;
     // strayWrites: a write outside this transaction while the handler runs is refused or logged.
     const strayWrites = this.db.strayWrites.watch(
       g.opts.strayWrites,
       this.db.manager.queryRunner,
       `${g.method} ${g.path}`,
     );
+    // The handler's result is known (it returned, or threw): until then the answer is not final,
+    // even when the handler already ended the response itself (@Res({ passthrough: true })).
+    let handlerDone!: () => void;
+    const finished = new Promise<void>((r) => (handlerDone = r));
     const { state: body } = trackHandlerBody(() =>
       next.handle().subscribe({
         next: (value) => {
-          if (value instanceof StreamableFile || value instanceof Readable)
-            unsnapshottable = 'a stream or file';
+          if (isResponseObject(value, g.res)) {
+            // `return res.status(201).json(…)`: the answer is what was written; Nest must not
+            // serialize the response object itself as a second one.
+            value = undefined;
+          } else if (isStreamLike(value)) {
+            // Never handed to Nest: it would stream it, or store its JSON dump. Nest sends an
+            // empty answer instead, which the capture holds back, and the refusal replaces it.
+            capture.refuse('a stream or file');
+            discardStream(value);
+            value = undefined;
+          } else if (capture.ended && value !== undefined && value !== null)
+            capture.refuse('a body written through the response object and a returned value both');
           subscriber.next(value);
         },
         error: (e) => {
           threw = true;
+          handlerDone();
+          if (capture.ended)
+            capture.refuse('a body written through the response object and an exception both');
           subscriber.error(e);
         },
-        complete: () => subscriber.complete(),
+        complete: () => {
+          handlerDone();
+          subscriber.complete();
+        },
       }),
     );
-    const captured = await resolveWithin(capture.done, CAPTURE_TIMEOUT_MS);
+    const captured = await resolveWithin(
+      capture.done.then(async (c) => (await finished, c)),
+      CAPTURE_TIMEOUT_MS,
+    );
     // Throws (500 misconfigured, rolled back) when a write escaped under strayWrites 'error'.
     this.db.strayWrites.end(strayWrites);
     const instance = requestPath(g.req);
@@ -73,8 +95,9 @@ export class HandlerExecution {
       throw new Abort(() =>
         capture.replace(...problemAnswer(serviceUnavailable(CAPTURE_TIMEOUT), instance)),
       );
-    if (unsnapshottable || captured.streamed) {
-      const problem = notSnapshottable(unsnapshottable ?? 'a streamed body');
+    const unstorable = capture.unstorable ?? (captured.streamed ? 'a streamed body' : undefined);
+    if (unstorable) {
+      const problem = notSnapshottable(unstorable);
       throw new Abort(() => capture.replace(...problemAnswer(problem, instance)));
     }
     const { opts } = g;
@@ -208,9 +231,14 @@ function snapshotOf(
   c: CapturedResponse,
   opts: ResolvedEndpointOptions,
 ): ResponseSnapshot | undefined {
-  const headers = storableHeaders(c.headers, opts.storedHeaders);
+  const headers = storableHeaders(c.headers, opts.storedHeaders, c.headerNames);
   if (c.body.length <= opts.maxResponseBytes) return { status: c.status, headers, body: c.body };
   if (opts.oversizedResponse === 'store-status-only')
     return { status: c.status, headers, body: null, bodyOmitted: true };
   return undefined;
+}
+
+/** The platform's response object (or the raw Node response under it). */
+function isResponseObject(value: unknown, res: unknown): boolean {
+  return value !== undefined && (value === res || value === rawResponse(res));
 }

@@ -10,3 +10,5 @@ export const RESPONSE_PASSTHROUGH = (where: string) =>
   `@Idempotent() on ${where}: the handler injects the raw response with @Res() (no passthrough) or is an @Sse() stream, so its answer cannot be stored and replayed. Return a value instead, or use @Res({ passthrough: true }).`;
 export const CAPTURE_TIMEOUT =
   'The response of an @Idempotent() handler was not written within 30 s; the request was rolled back.';
+export const FILE_NOT_SENT = (method: string) =>
+  `res.${method}() was not run: on an @Idempotent() endpoint a file cannot be stored for replay.`;

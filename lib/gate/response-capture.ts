@@ -1,10 +1,14 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { gateMidResponse } from '../diagnostics/diagnostics.channels';
+import { FILE_NOT_SENT } from './idempotency.messages';
 
 /** What the framework wrote for a request: status, headers and every body byte. */
 export interface CapturedResponse {
   status: number;
+  /** By lower-cased name. */
   headers: OutgoingHttpHeaders;
+  /** Each header's name as it goes on the wire (`Content-Type` from Express, `content-type` from Fastify), by lower-cased name. */
+  headerNames: Record<string, string>;
   body: Buffer;
   /** The body was written in several chunks (a stream), not in one `end()`. */
   streamed: boolean;
@@ -27,6 +31,18 @@ export class ResponseCapture {
   private writes = 0;
   private endCallback: (() => void) | undefined;
   private settled = false;
+  private frozen: CapturedResponse | undefined;
+  /** Body bytes written after the answer ended (a second answer): they are never sent. */
+  private late = 0;
+  /** What the handler did that cannot be stored (piped a stream, sent a file), if anything. */
+  private refusal: string | undefined;
+  private readonly onPipe = (src: { unpipe?: (dest: unknown) => unknown }) => {
+    // A stream piped into the response: its bytes arrive after the answer is decided, so it is
+    // refused, and unpiped (it drains to nowhere) so that nothing of it reaches the client.
+    this.refuse('a stream piped into the response');
+    src.unpipe?.(this.raw);
+  };
+  private readonly platformMethods: string[] = [];
 
   constructor(private readonly raw: ServerResponse) {
     this.done = new Promise((r) => (this.resolve = r));
@@ -34,12 +50,13 @@ export class ResponseCapture {
     const self = this;
     raw.writeHead = function (status: number, a?: any, b?: any) {
       const headers = typeof a === 'object' && a !== null ? a : b;
+      if (self.settled) return raw;
       self.head = { status, headers: Array.isArray(headers) ? pairsToHeaders(headers) : headers };
       return raw;
     } as any;
     raw.write = function (chunk: any, enc?: any, cb?: any) {
       self.push(chunk, typeof enc === 'string' ? (enc as BufferEncoding) : undefined);
-      self.writes++;
+      if (!self.settled) self.writes++;
       const callback = typeof enc === 'function' ? enc : cb;
       if (typeof callback === 'function') process.nextTick(callback);
       return true;
@@ -55,45 +72,104 @@ export class ResponseCapture {
       self.settle();
       return raw;
     } as any;
+    // `end()` was called once the answer is captured, as Node's `writableEnded` means: Fastify's
+    // `reply.sent` and `await reply` (a handler returning `reply.send(…)`) go by it, and would
+    // otherwise wait for a release that waits for the handler.
+    Object.defineProperty(raw, 'writableEnded', { configurable: true, get: () => self.settled });
+    raw.on('pipe', this.onPipe);
+    // Express's file senders stream the file after the handler returned: refused up front.
+    for (const name of ['sendFile', 'download'])
+      if (typeof (raw as any)[name] === 'function') {
+        this.platformMethods.push(name);
+        (raw as any)[name] = (...args: unknown[]) => {
+          self.refuse(`a file sent with res.${name}()`);
+          const callback = args.reverse().find((a) => typeof a === 'function');
+          if (typeof callback === 'function')
+            process.nextTick(callback, new Error(FILE_NOT_SENT(name)));
+        };
+      }
+  }
+
+  /** The answer is complete (its `end()` was called). */
+  get ended(): boolean {
+    return this.settled;
+  }
+
+  /**
+   * Why the captured answer cannot be stored exactly, if it cannot: a stream piped into the
+   * response, a file sent, or body bytes written after the answer ended (a second answer).
+   */
+  get unstorable(): string | undefined {
+    if (this.refusal) return this.refusal;
+    if (this.late > 0) return 'a second body written after the answer had ended';
+    return undefined;
+  }
+
+  /** Marks the answer as one that cannot be stored (the first reason is kept). */
+  refuse(why: string): void {
+    this.refusal ??= why;
   }
 
   private push(chunk: any, enc?: BufferEncoding) {
     if (chunk === undefined || chunk === null) return;
-    this.chunks.push(
-      Buffer.isBuffer(chunk)
-        ? chunk
-        : typeof chunk === 'string'
-          ? Buffer.from(chunk, enc ?? 'utf8')
-          : Buffer.from(chunk),
-    );
+    const bytes = Buffer.isBuffer(chunk)
+      ? chunk
+      : typeof chunk === 'string'
+        ? Buffer.from(chunk, enc ?? 'utf8')
+        : Buffer.from(chunk);
+    // After the answer ended nothing joins it: the bytes are counted (a refusal), never sent.
+    if (this.settled) this.late += bytes.length;
+    else this.chunks.push(bytes);
   }
 
   private settle() {
     if (this.settled) return;
     this.settled = true;
-    const headers: OutgoingHttpHeaders = {
-      ...this.raw.getHeaders(),
-      ...lowerKeys(this.head?.headers ?? {}),
-    };
-    this.resolve({
+    // Frozen now: what the framework sets on the response later (Nest's reply of a returned
+    // value after the handler answered itself) changes neither what is stored nor what is sent.
+    const headers: OutgoingHttpHeaders = {};
+    const headerNames: Record<string, string> = {};
+    const raw = this.raw as ServerResponse & { getRawHeaderNames?: () => string[] };
+    for (const name of raw.getRawHeaderNames?.() ?? raw.getHeaderNames()) {
+      const lower = name.toLowerCase();
+      headers[lower] = raw.getHeader(name);
+      headerNames[lower] = name;
+    }
+    for (const [name, value] of Object.entries(this.head?.headers ?? {})) {
+      const lower = name.toLowerCase();
+      headers[lower] = value;
+      headerNames[lower] = name;
+    }
+    this.frozen = {
       status: this.head?.status ?? this.raw.statusCode,
       headers,
+      headerNames,
       body: Buffer.concat(this.chunks),
       streamed: this.writes > 0,
-    });
+    };
+    this.resolve(this.frozen);
   }
 
   private restore() {
     this.raw.writeHead = this.original.writeHead;
     this.raw.write = this.original.write;
     this.raw.end = this.original.end;
+    delete (this.raw as { writableEnded?: boolean }).writableEnded;
+    this.raw.removeListener('pipe', this.onPipe);
+    for (const name of this.platformMethods) delete (this.raw as any)[name];
   }
 
-  /** Sends what was captured, unchanged. */
+  /** Sends what was captured, unchanged: the status, headers and body as they were at `end()`. */
   release(): void {
     this.restore();
     const body = Buffer.concat(this.chunks);
-    if (this.head) this.raw.writeHead(this.head.status, this.head.headers);
+    const f = this.frozen;
+    if (f) {
+      const out: OutgoingHttpHeaders = {};
+      for (const [lower, value] of Object.entries(f.headers))
+        if (value !== undefined) out[f.headerNames[lower] ?? lower] = value;
+      this.raw.writeHead(f.status, out);
+    } else if (this.head) this.raw.writeHead(this.head.status, this.head.headers);
     if (gateMidResponse.hasSubscribers && body.length > 1) return this.releaseInTwoParts(body);
     this.raw.end(body, this.endCallback);
   }
@@ -116,7 +192,10 @@ export class ResponseCapture {
 
   /** Adds a header to the captured answer before it is released. */
   setHeader(name: string, value: string): void {
-    if (this.head?.headers) this.head.headers[name.toLowerCase()] = value;
+    if (this.frozen) {
+      this.frozen.headers[name.toLowerCase()] = value;
+      this.frozen.headerNames[name.toLowerCase()] = name;
+    } else if (this.head?.headers) this.head.headers[name] = value;
     else if (!this.raw.headersSent) this.raw.setHeader(name, value);
   }
 
@@ -140,14 +219,8 @@ export class ResponseCapture {
   }
 }
 
-function lowerKeys(h: OutgoingHttpHeaders): OutgoingHttpHeaders {
-  const out: OutgoingHttpHeaders = {};
-  for (const [k, v] of Object.entries(h)) out[k.toLowerCase()] = v;
-  return out;
-}
-
 function pairsToHeaders(pairs: any[]): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = {};
-  for (let i = 0; i + 1 < pairs.length; i += 2) out[String(pairs[i]).toLowerCase()] = pairs[i + 1];
+  for (let i = 0; i + 1 < pairs.length; i += 2) out[String(pairs[i])] = pairs[i + 1];
   return out;
 }

@@ -17,16 +17,23 @@ export interface EncodedSnapshot {
   body: Buffer | null;
 }
 
-/** Keeps only allow-listed headers, never Set-Cookie or auth headers. */
+/**
+ * Keeps only allow-listed headers, never Set-Cookie or auth headers. `headers` is keyed by
+ * lower-cased name; each header is stored under its name as sent (`names`, e.g. `Content-Type`),
+ * so that a replay writes the same bytes. Records stored before names kept their case hold
+ * lower-cased names, and replay as they are.
+ */
 export function storableHeaders(
   headers: OutgoingHttpHeaders,
   allow: readonly string[],
+  names: Record<string, string> = {},
 ): Array<[string, string]> {
   const out: Array<[string, string]> = [];
-  for (const name of allow) {
-    if (NEVER_STORED_HEADERS.has(name)) continue;
-    const v = headers[name];
+  for (const lower of allow) {
+    if (NEVER_STORED_HEADERS.has(lower)) continue;
+    const v = headers[lower];
     if (v === undefined) continue;
+    const name = names[lower] ?? lower;
     if (Array.isArray(v)) for (const item of v) out.push([name, String(item)]);
     else out.push([name, String(v)]);
   }

@@ -61,6 +61,7 @@ export function sendRaw(
   if (isFastifyReply(res)) {
     res.code(status);
     for (const [k, v] of headers) res.header(k, v);
+    keepHeaderNames(res.raw, headers);
     res.send(body);
     return;
   }
@@ -69,4 +70,26 @@ export function sendRaw(
   for (const [k, v] of headers) r.setHeader(k, v);
   r.setHeader('Content-Length', Buffer.byteLength(body));
   r.end(body);
+}
+
+/**
+ * Fastify lower-cases every header name it is given (`reply.header`), so a replay of an answer
+ * whose names had capitals (set on `reply.raw`, or stored by an Express app) would differ from
+ * the first answer: the one `writeHead` Fastify is about to make writes each name as given.
+ */
+function keepHeaderNames(raw: ServerResponse, headers: Array<[string, string]>): void {
+  const names = new Map<string, string>();
+  for (const [k] of headers) if (k !== k.toLowerCase()) names.set(k.toLowerCase(), k);
+  if (names.size === 0) return;
+  const writeHead = raw.writeHead;
+  raw.writeHead = function (this: ServerResponse, status: number, ...rest: any[]) {
+    raw.writeHead = writeHead;
+    const i = rest.findIndex((a) => typeof a === 'object' && a !== null && !Array.isArray(a));
+    if (i >= 0) {
+      const renamed: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(rest[i])) renamed[names.get(k) ?? k] = v;
+      rest[i] = renamed;
+    }
+    return writeHead.call(this, status, ...rest);
+  } as ServerResponse['writeHead'];
 }

@@ -3,7 +3,10 @@ import { connect } from 'node:net';
 /** A response read off the wire. */
 export interface RawResponse {
   status: number;
+  /** By lower-cased name. */
   headers: Record<string, string>;
+  /** Every header name as it came off the wire, in order, case kept. */
+  headerNames: string[];
   body: Buffer;
 }
 
@@ -30,13 +33,15 @@ export function rawRequest(
       const lines = all.subarray(0, sep).toString('latin1').split('\r\n');
       const status = Number(lines[0].split(' ')[1]);
       const headers: Record<string, string> = {};
+      const headerNames: string[] = [];
       for (const line of lines.slice(1)) {
         const i = line.indexOf(':');
+        headerNames.push(line.slice(0, i).trim());
         headers[line.slice(0, i).trim().toLowerCase()] = line.slice(i + 1).trim();
       }
       let rest: Buffer = all.subarray(sep + 4);
       if (headers['transfer-encoding'] === 'chunked') rest = dechunk(rest);
-      resolve({ status, headers, body: rest });
+      resolve({ status, headers, headerNames, body: rest });
     });
     socket.write(Buffer.concat([Buffer.isBuffer(head) ? head : Buffer.from(head, 'latin1'), body]));
   });
