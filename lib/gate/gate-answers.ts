@@ -46,7 +46,7 @@ export class GateAnswers {
     switch (d.kind) {
       case 'in-progress':
         if (!quiet) this.metrics.idempotencyInProgressConflicts.add(1);
-        this.log('log', 'in-progress', g);
+        this.log('debug', 'in-progress', g);
         return { kind: 'problem', error: inProgress(d.retryAfterSeconds) };
       case 'mismatch':
         this.metrics.idempotencyMismatchConflicts.add(1);
@@ -67,7 +67,7 @@ export class GateAnswers {
           return { kind: 'problem', error: storedResponseUnreadable() };
         }
         if (!quiet) this.metrics.idempotencyReplayed.add(1);
-        this.log('log', 'replay', g, { status: d.answer.status });
+        this.log('debug', 'replay', g, { status: d.answer.status });
         return { kind: 'replay', snapshot };
       }
     }

@@ -1,4 +1,4 @@
-import { Logger, type LoggerService } from '@nestjs/common';
+import { ConsoleLogger, Logger, type LoggerService } from '@nestjs/common';
 
 /** Whether Nest's static Logger writes anywhere (`logger: false` removes its instance). */
 const nestLogs = (): boolean =>
@@ -7,6 +7,30 @@ const nestLogs = (): boolean =>
 /** Whether the app gave Nest log levels (`logger: [...]`, `app.useLogger([...])`). */
 const appSetLogLevels = (): boolean =>
   Array.isArray((Logger as unknown as { logLevels?: unknown }).logLevels);
+
+/**
+ * Whether Nest's Logger prints to the console as text (its default `ConsoleLogger`, not in JSON
+ * mode): it prints an object over several lines, so events are given to it as one line of text.
+ */
+const nestPrintsText = (): boolean => {
+  const instance = (Logger as unknown as { staticInstanceRef?: unknown }).staticInstanceRef;
+  return (
+    instance instanceof ConsoleLogger &&
+    !(instance as unknown as { options?: { json?: boolean } }).options?.json
+  );
+};
+
+/** `outbox.batch owner=r1 sent=3 error="a b"`: an event as one line of text. */
+export function eventLine(fields: Record<string, unknown>): string {
+  const { event, ...rest } = fields;
+  const parts = [String(event)];
+  for (const [k, v] of Object.entries(rest)) {
+    if (v === undefined) continue;
+    const text = typeof v === 'string' && /^[^\s"=]+$/.test(v) ? v : JSON.stringify(v);
+    parts.push(`${k}=${text}`);
+  }
+  return parts.join(' ');
+}
 
 /** The levels the library logs at. */
 export type LibraryLogLevel = 'log' | 'warn' | 'error' | 'debug' | 'verbose';
@@ -54,12 +78,16 @@ export class LibraryLogger implements LoggerService {
   }
 
   /**
-   * One structured event: `{ event, ...fields }`. On hot paths pass `fields` as a function: it is
-   * called (and the event written) only when {@link isEnabled} says the level is on.
+   * One structured event: `{ event, ...fields }`, written only when {@link isEnabled} says the
+   * level is on (so `debug` events stay out of a default app's console). On hot paths pass
+   * `fields` as a function: it is called only then. To Nest's text console it goes as one line
+   * (`idempotency.replay keyHash=… mode=transactional status=201`); to a JSON logger or the app's
+   * own LoggerService as the object.
    */
   event(level: LibraryLogLevel, event: string, fields: object | (() => object) = {}): void {
-    if (typeof fields !== 'function') this.write(level, { event, ...fields });
-    else if (this.isEnabled(level)) this.write(level, { event, ...fields() });
+    if (!this.isEnabled(level)) return;
+    const all = { event, ...(typeof fields === 'function' ? fields() : fields) };
+    this.write(level, this.target instanceof Logger && nestPrintsText() ? eventLine(all) : all);
   }
 
   log(message: unknown): void {

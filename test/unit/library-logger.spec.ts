@@ -60,3 +60,68 @@ describe('LibraryLogger levels', () => {
     ]);
   });
 });
+
+/**
+ * What a default app's console shows (issue 18, item 5): one line per event that matters, none
+ * for per-request and per-batch events (debug), and every event on one line of text.
+ */
+describe("LibraryLogger on Nest's default console", () => {
+  const statics = Logger as unknown as { logLevels?: unknown; staticInstanceRef?: unknown };
+  let saved: { logLevels?: unknown; staticInstanceRef?: unknown };
+  let written: string[];
+  let spy: jest.SpyInstance;
+  const use = (instance: ConsoleLogger) => {
+    statics.logLevels = undefined;
+    statics.staticInstanceRef = instance;
+  };
+  beforeEach(() => {
+    saved = { logLevels: statics.logLevels, staticInstanceRef: statics.staticInstanceRef };
+    written = [];
+    spy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: any) => {
+      written.push(String(chunk));
+      return true;
+    });
+  });
+  afterEach(() => {
+    spy.mockRestore();
+    statics.logLevels = saved.logLevels;
+    statics.staticInstanceRef = saved.staticInstanceRef;
+  });
+
+  const emitAll = () => {
+    const gate = new LibraryLogger(undefined, 'Idempotency');
+    const relay = new LibraryLogger(undefined, 'OutboxRelay');
+    // Per request and per batch: debug.
+    gate.event('debug', 'idempotency.reserved', () => ({ keyHash: 'abc', mode: 'leased' }));
+    gate.event('debug', 'idempotency.replay', () => ({ keyHash: 'abc', status: 201 }));
+    relay.event('debug', 'outbox.batch', { owner: 'r1', claimed: 3, sent: 3, failed: 0 });
+    // Events that matter.
+    relay.event('log', 'outbox.relay.started', { relayId: 'r1', batchSize: 100 });
+    gate.event('warn', 'idempotency.lease-takeover', () => ({
+      keyHash: 'abc',
+      error: 'line one\nline two',
+    }));
+  };
+
+  it('text console: the two events that matter, each on one line; nothing at debug', () => {
+    use(new ConsoleLogger({ colors: false }));
+    emitAll();
+    const lines = written.join('').split('\n').filter(Boolean);
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(/\[OutboxRelay\] outbox\.relay\.started relayId=r1 batchSize=100$/);
+    expect(lines[1]).toMatch(
+      /\[Idempotency\] idempotency\.lease-takeover keyHash=abc error="line one\\nline two"$/,
+    );
+    for (const line of lines) expect(line).toMatch(/^\[Nest\] \d+ +- /);
+  });
+
+  it('JSON console: the same two events, with their fields', () => {
+    use(new ConsoleLogger({ json: true }));
+    emitAll();
+    const lines = written.join('').split('\n').filter(Boolean);
+    expect(lines.map((l) => JSON.parse(l).message)).toEqual([
+      { event: 'outbox.relay.started', relayId: 'r1', batchSize: 100 },
+      { event: 'idempotency.lease-takeover', keyHash: 'abc', error: 'line one\nline two' },
+    ]);
+  });
+});
