@@ -10,6 +10,7 @@ export interface OutboxEntry {
   type: string;
   status: OutboxStatus;
   partitionKey: string | null;
+  /** Publish attempts made, the one that succeeded included (a sent message shows at least 1). */
   attempts: number;
   /** Parsed payload (the stored text when it is not valid JSON). */
   payload: unknown;

@@ -29,7 +29,7 @@ export interface OutboxMessage<TPayload = unknown> {
   readonly partitionKey: string | null;
   /** The outbox sequence number (a BIGINT, as a string). */
   readonly seq: string;
-  /** Failed publish attempts before this one. */
+  /** Publish attempts made before this one (all failed: 0 on a first attempt). */
   readonly attempts: number;
   /** When the business transaction wrote it (database clock). */
   readonly createdAt: Date;

@@ -16,6 +16,11 @@ export interface OutboxRow {
   headers: string | null;
   partitionKey: string | null;
   status: OutboxStatus;
+  /**
+   * Publish attempts recorded: each failed one and the one that succeeded (a sent row has at
+   * least 1; pending: the failed attempts so far; dead: all of them). An attempt cut short by a
+   * crash or a lost lease is not recorded. A requeue sets it back to 0.
+   */
   attempts: number;
   nextAttemptAt: Date | null;
   lastError: string | null;
@@ -88,7 +93,7 @@ export interface OutboxSql {
     inTransaction: OutboxTransactionRunner,
     p: OutboxClaimParams,
   ): Promise<OutboxRow[]>;
-  /** Marks rows still leased to `owner` as sent; returns how many were marked. */
+  /** Marks rows still leased to `owner` as sent, counting that attempt; returns how many were marked. */
   markSent(exec: SqlExecutor, seqs: readonly string[], owner: string): Promise<number>;
   /** Counts a failed attempt of a row still leased to `owner`: back to pending (due later) or dead. */
   markFailed(exec: SqlExecutor, p: OutboxFailureParams): Promise<boolean>;

@@ -84,7 +84,7 @@ export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
     markSent(exec, seqs, owner) {
       return sumPerChunk(seqs, 1000, async (part) => {
         const { rows } = await exec(
-          `UPDATE ${T} SET status = 'sent', sent_at = SYSUTCDATETIME(), locked_until = NULL
+          `UPDATE ${T} SET attempts = attempts + 1, status = 'sent', sent_at = SYSUTCDATETIME(), locked_until = NULL
             WHERE seq IN (${marks(1, part.length)}) AND lease_owner = @0 AND status = 'pending';
            SELECT @@ROWCOUNT AS n;`,
           [owner, ...part],

@@ -56,7 +56,7 @@ export function portableOutboxSql(T: string, o: PortableOutboxOptions): Portable
       return sumPerChunk(seqs, o.chunk, async (part) => {
         const n = part.length;
         const { affected } = await exec(
-          `UPDATE ${T} SET status = 'sent', sent_at = ${now}, locked_until = NULL
+          `UPDATE ${T} SET attempts = attempts + 1, status = 'sent', sent_at = ${now}, locked_until = NULL
             WHERE seq IN (${marks(style, 0, n)}) AND lease_owner = ${mark(n)} AND status = 'pending'`,
           [...part.map(o.seq), owner],
         );

@@ -53,7 +53,7 @@ export function postgresOutboxSql(t: QuotedTables): OutboxSql {
     async markSent(exec, seqs, owner) {
       if (!seqs.length) return 0;
       const { affected } = await exec(
-        `UPDATE ${T} SET status = 'sent', sent_at = ${now}, locked_until = NULL
+        `UPDATE ${T} SET attempts = attempts + 1, status = 'sent', sent_at = ${now}, locked_until = NULL
           WHERE seq = ANY($1::bigint[]) AND lease_owner = $2 AND status = 'pending'`,
         [seqs, owner],
       );
