@@ -21,7 +21,7 @@ import {
 export const DEFAULT_OPTIONS: ResolvedIdempotencyOptions = {
   mode: 'transactional',
   ttl: 24 * 60 * 60 * 1000,
-  leaseMs: 60_000,
+  leaseMs: 10_000,
   required: true,
   headerName: 'Idempotency-Key',
   replayedHeaderName: 'Idempotency-Replayed',

@@ -75,7 +75,11 @@ export interface IdempotencyEndpointOptions<TRequest = any> {
   mode?: IdempotencyMode;
   /** How long a completed record is replayed, in ms. Default 24 h. */
   ttl?: number;
-  /** How long a started request holds its key before a retry may take over (leased mode), in ms. Default 60 s. */
+  /**
+   * Leased mode: how long a started request holds its key after its process stops renewing it
+   * (renewed every third of it while the handler runs), i.e. how long a retry waits after a crash
+   * before it may take over, in ms. Default 10 s.
+   */
   leaseMs?: number;
   /** Whether a request without a key is rejected (400). Default true. */
   required?: boolean;

@@ -12,7 +12,7 @@ describe('resolveOptions (module options, defaults merged once)', () => {
     expect(o).toMatchObject({
       mode: 'transactional',
       ttl: 24 * 60 * 60 * 1000,
-      leaseMs: 60_000,
+      leaseMs: 10_000,
       required: true,
       headerName: 'Idempotency-Key',
       maxKeyLength: 255,
