@@ -62,13 +62,11 @@ export class ResponseCapture {
       return true;
     } as any;
     raw.end = function (chunk?: any, enc?: any, cb?: any) {
-      if (typeof chunk === 'function') self.endCallback = chunk;
-      else {
-        if (chunk !== undefined && chunk !== null)
-          self.push(chunk, typeof enc === 'string' ? (enc as BufferEncoding) : undefined);
-        const callback = typeof enc === 'function' ? enc : cb;
-        if (typeof callback === 'function') self.endCallback = callback;
-      }
+      const callback = typeof chunk === 'function' ? chunk : typeof enc === 'function' ? enc : cb;
+      if (typeof chunk !== 'function')
+        self.push(chunk, typeof enc === 'string' ? (enc as BufferEncoding) : undefined);
+      // The first end() is the answer's: a later one (a second answer) changes nothing of it.
+      if (!self.settled && typeof callback === 'function') self.endCallback = callback;
       self.settle();
       return raw;
     } as any;
