@@ -16,6 +16,7 @@ import {
   createAdoptionApp,
   OutboxWriter,
   PlainController,
+  ReadmePaymentsService,
   RecordingLogger,
 } from '../fixtures/adoption/adoption-fixture';
 
@@ -58,6 +59,22 @@ describe.each(databaseKinds())('wiring mistakes on %s', (kind) => {
     });
     expect(error.message).toMatch(
       /^IdempotencyModule: the nestjs-cls transactional plugin is not registered\. Register it in the root module: ClsModule\.forRoot\(\{ global: true, middleware: \{ mount: true \}, plugins: \[new ClsPluginTransactional\(/,
+    );
+  });
+
+  it('no transactional plugin, and a service injects TransactionHost (README step 7): Nest names TransactionHost when the app is created', async () => {
+    db = await createTestDatabase(kind);
+    // Nest resolves the app's providers before any of the library's checks can run: the README's
+    // table quotes this message and says how to read it.
+    await expect(
+      createAdoptionApp({
+        dbUrl: db.url,
+        transactionalPlugin: false,
+        controllers: [PlainController],
+        providers: [ReadmePaymentsService],
+      }),
+    ).rejects.toThrow(
+      "Nest can't resolve dependencies of the ReadmePaymentsService (?, OutboxService). Please make sure that the argument TransactionHost at index [0] is available in the AdoptionAppModule module.",
     );
   });
 
@@ -154,6 +171,28 @@ describe.each(databaseKinds())('wiring mistakes on %s', (kind) => {
     });
     await app.init();
     expect(logger.of('warn')).toEqual([]);
+  });
+});
+
+describe.each(databaseKinds())('IdempotencyModule not imported, on %s', (kind) => {
+  let db: TestDatabase | undefined;
+  afterEach(async () => {
+    await db?.drop();
+    db = undefined;
+  });
+
+  it('a service injects OutboxService (README step 7): Nest names OutboxService when the app is created', async () => {
+    db = await createTestDatabase(kind);
+    await expect(
+      createAdoptionApp({
+        dbUrl: db.url,
+        idempotency: false,
+        controllers: [PlainController],
+        providers: [ReadmePaymentsService],
+      }),
+    ).rejects.toThrow(
+      "Nest can't resolve dependencies of the ReadmePaymentsService (TransactionHost, ?). Please make sure that the argument OutboxService at index [1] is available in the AdoptionAppModule module.",
+    );
   });
 });
 
