@@ -11,7 +11,8 @@
  * published to RabbitMQ and consumed once through the inbox, duplicate deliveries skipped, a
  * clean SIGTERM shutdown, and 0 messages left in the queue once the consumer is gone (every
  * delivery was acknowledged: an unacknowledged one returns to the queue when its channel closes).
- * Ends with `consumer test: PASS (…)` or exits non-zero.
+ * Ends with `consumer test: PASS (…)` or exits non-zero. CONSUMER_KEEP=1 keeps the generated
+ * app; CONSUMER_APP=<its path> reuses it (only the library is installed again), for development.
  */
 const { execSync, spawn } = require('node:child_process');
 const { randomBytes, randomUUID } = require('node:crypto');
@@ -81,6 +82,13 @@ function prepareApp(work) {
     .split('\n')
     .pop();
   const tgz = join(work, tarball);
+
+  if (process.env.CONSUMER_APP) {
+    // Development shortcut: an app kept by an earlier run (CONSUMER_KEEP=1) gets the new tarball only.
+    log(`reusing ${process.env.CONSUMER_APP}: npm install <tarball>`);
+    run(`npm install ${tgz} --no-audit --no-fund`, process.env.CONSUMER_APP);
+    return process.env.CONSUMER_APP;
+  }
 
   log(`generating an app with ${NEST_CLI} (from the registry)`);
   run(`npx -y ${NEST_CLI} new app --skip-git --package-manager npm`, work);

@@ -2,7 +2,18 @@ import type { INestApplication } from '@nestjs/common';
 import { Controller, Module, Post } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { randomUUID } from 'node:crypto';
-import { Idempotent, PROBLEM_TYPES } from '../../lib';
+import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
+import { ClsPluginTransactional } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { ClsModule } from 'nestjs-cls';
+import {
+  getIdempotencyEntities,
+  getIdempotencyMigrations,
+  Idempotent,
+  IdempotencyModule,
+  PROBLEM_TYPES,
+} from '../../lib';
+import { databaseOptionsFromUrl } from '../../sample-app/config/database.config';
 import {
   createTestDatabase,
   databaseKinds,
@@ -75,6 +86,45 @@ describe.each(databaseKinds())('wiring mistakes on %s', (kind) => {
       }),
     ).rejects.toThrow(
       "Nest can't resolve dependencies of the ReadmePaymentsService (?, OutboxService). Please make sure that the argument TransactionHost at index [0] is available in the AdoptionAppModule module.",
+    );
+  });
+
+  it('the plugin on another DataSource than the module: init fails naming dataSourceToken', async () => {
+    db = await createTestDatabase(kind);
+    const options = databaseOptionsFromUrl(db.url);
+    @Module({
+      imports: [
+        TypeOrmModule.forRoot({
+          ...options,
+          entities: getIdempotencyEntities({ type: options.type }),
+          migrations: getIdempotencyMigrations(),
+          migrationsRun: true,
+          logging: false,
+        } as never),
+        TypeOrmModule.forRoot({ ...options, name: 'other', logging: false } as never),
+        ClsModule.forRoot({
+          global: true,
+          middleware: { mount: true },
+          plugins: [
+            new ClsPluginTransactional({
+              adapter: new TransactionalAdapterTypeOrm({
+                dataSourceToken: getDataSourceToken('other'),
+              }),
+            }),
+          ],
+        }),
+        IdempotencyModule.forRoot({
+          logger: false,
+          cleanup: { enabled: false },
+          outbox: { relayEnabled: false },
+        }),
+      ],
+      controllers: [PlainController],
+    })
+    class OtherDataSourceModule {}
+    app = await NestFactory.create(OtherDataSourceModule, { logger: false, abortOnError: false });
+    await expect(app.init()).rejects.toThrow(
+      "IdempotencyModule: the nestjs-cls transactional plugin runs its transactions on another DataSource than IdempotencyModule's (the default one). Give TransactionalAdapterTypeOrm the same one (dataSourceToken: getDataSourceToken()), or set the dataSource / transactionConnectionName options of IdempotencyModule to the pair the plugin uses.",
     );
   });
 

@@ -7,7 +7,8 @@ import { withExactlyOnce } from '../../lib';
  * specified in startup packet" for a postgres url read from an unset DATABASE_URL).
  */
 describe('withExactlyOnce() connection options', () => {
-  const call = (o: Record<string, unknown>) => () => withExactlyOnce(o as unknown as DataSourceOptions);
+  const call = (o: Record<string, unknown>) => () =>
+    withExactlyOnce(o as unknown as DataSourceOptions);
 
   it.each([
     ['postgres', 'postgres://user:password@host:5432/database'],
