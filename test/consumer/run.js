@@ -226,12 +226,17 @@ async function scenario(app, kind) {
   const outboxOf = async (paymentId) =>
     query(`SELECT id, status FROM outbox_messages WHERE partition_key = ${p1}`, [paymentId]);
 
-  const conn = await amqp.connect(RABBIT_URL);
-  const channel = await conn.createChannel();
+  let conn;
+  let channel;
   let p;
   try {
     build(app, kind, env);
     if (kind === 'postgres') await withoutDatabaseUrl(app, env);
+    // Connected after the build: execSync blocks the event loop, and a connection that misses
+    // its heartbeats meanwhile is closed by the broker.
+    conn = await amqp.connect(RABBIT_URL);
+    conn.on('error', () => undefined);
+    channel = await conn.createChannel();
     p = await startApp(app, env);
 
     const post = (key, body) =>
@@ -339,8 +344,8 @@ async function scenario(app, kind) {
     throw e;
   } finally {
     if (p && p.child.exitCode === null) p.child.kill('SIGKILL');
-    await channel.deleteQueue(queue).catch(() => undefined);
-    await conn.close().catch(() => undefined);
+    await channel?.deleteQueue(queue).catch(() => undefined);
+    await conn?.close().catch(() => undefined);
     if (admin) {
       await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => undefined);
       await admin.end();
