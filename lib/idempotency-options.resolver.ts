@@ -54,7 +54,12 @@ export const DEFAULT_OPTIONS: ResolvedIdempotencyOptions = {
     wakeOnCommit: true,
     publishTimeoutMs: 10_000,
   },
-  inbox: { maxAttempts: 5, onMaxAttempts: 'ack', strayWrites: defaultStrayWrites() },
+  inbox: {
+    acknowledge: 'auto',
+    maxAttempts: 5,
+    onMaxAttempts: 'ack',
+    strayWrites: defaultStrayWrites(),
+  },
   cleanup: {
     enabled: true,
     intervalMs: 60_000,
@@ -240,6 +245,8 @@ function validateOptions(o: ResolvedIdempotencyOptions): void {
     fail(
       `inbox.strayWrites must be 'error', 'warn' or 'ignore', got ${String(o.inbox.strayWrites)}`,
     );
+  if (!['auto', true, false].includes(o.inbox.acknowledge))
+    fail(`inbox.acknowledge must be 'auto', true or false, got ${String(o.inbox.acknowledge)}`);
   if (!(o.cleanup.intervalMs > 0))
     fail('cleanup.intervalMs must be a positive number of milliseconds');
   if (!(o.cleanup.timeBudgetMs > 0))

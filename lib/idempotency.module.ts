@@ -28,6 +28,7 @@ import { OutboxService } from './outbox/outbox.service';
 import { OutboxWakeSignal } from './outbox/outbox-wake.signal';
 import { ConditionalStore } from './conditional/conditional.store';
 import { InboxStore } from './inbox/inbox.store';
+import { RmqDeliveryAcknowledger } from './inbox/rmq-delivery.acknowledger';
 import { MaintenanceStore } from './maintenance/maintenance.store';
 import { OutboxStore } from './outbox/outbox.store';
 import { DatabaseService } from './persistence/database.service';
@@ -67,6 +68,7 @@ const INTERNAL_PROVIDERS = [
   // Each feature's way to SQL (internal).
   OutboxStore,
   InboxStore,
+  RmqDeliveryAcknowledger,
   MaintenanceStore,
   ConditionalStore,
 ];

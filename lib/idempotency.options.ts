@@ -175,7 +175,19 @@ export interface OutboxOptions {
   publisher?: OutboxPublisher;
 }
 
+/**
+ * Who settles a RabbitMQ delivery of an `@IdempotentConsumer()` handler: `'auto'` (default) acks
+ * it after the inbox transaction commits (processed, duplicate, recorded failed) and rejects it
+ * when the handler failed, whenever the consuming server runs with `noAck: false`, and leaves it
+ * alone under `noAck: true` (RabbitMQ acknowledged it on delivery); `true`: always (unless the
+ * server is known to be `noAck: true`); `false`: never (the handler acks through its RmqContext).
+ * Other transports settle their messages themselves.
+ */
+export type InboxAcknowledge = 'auto' | boolean;
+
 export interface InboxOptions {
+  /** Settling RabbitMQ deliveries (see {@link InboxAcknowledge}). Default `'auto'`. */
+  acknowledge?: InboxAcknowledge;
   /** Failed attempts of one message id before it is recorded as failed. Default 5. */
   maxAttempts?: number;
   /** After `maxAttempts`: record the message as failed and acknowledge it (`ack`, default) or keep rethrowing (`rethrow`). */

@@ -16,6 +16,7 @@ export {
   type IdempotencyEvent,
   type IdempotencyEndpointOptions,
   type OutboxOptions,
+  type InboxAcknowledge,
   type InboxOptions,
   type CleanupOptions,
   type HealthOptions,

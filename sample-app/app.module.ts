@@ -3,10 +3,11 @@ import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { ClsPluginTransactional } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { ClsModule } from 'nestjs-cls';
-import { createHash } from 'node:crypto';
 import { getIdempotencyEntities, getIdempotencyMigrations, IdempotencyModule } from '../lib';
 import { databaseOptionsFromUrl, DEFAULT_DB_URL } from './config/database.config';
 import { idempotencyModeFromEnv, numberFromEnv } from './config/sample.config';
+import { AuthModule } from './auth/auth.module';
+import type { SampleCaller } from './auth/auth.guard';
 import { OpsModule } from './ops/ops.module';
 import { MessagingModule } from './messaging/messaging.module';
 import { outboxOptionsFromEnv } from './messaging/outbox.config';
@@ -86,16 +87,14 @@ export class AppModule {
             },
             // 32 bytes as 64 hex digits or base64: stored response bodies are sealed with AES-256-GCM.
             encryptionKey: process.env.IDEMPOTENCY_ENCRYPTION_KEY || undefined,
-            // The tenant comes from X-Tenant-Id; the principal is a hash of the credentials (never stored raw).
+            // The tenant comes from X-Tenant-Id; the principal is who is calling: the subject
+            // SampleAuthGuard put on the request (a token's user, an API key's client), so a
+            // retry after a token refresh stays in the same scope.
             tenantResolver: (req) => header(req, 'x-tenant-id') || 'public',
-            principalResolver: (req) => {
-              const auth = header(req, 'authorization');
-              return auth
-                ? createHash('sha256').update(auth).digest('hex').slice(0, 32)
-                : undefined;
-            },
+            principalResolver: (req) => (req.user as SampleCaller | undefined)?.subject,
           }),
         }),
+        AuthModule,
         OpsModule,
         MessagingModule.forRoot(),
         LedgerModule,

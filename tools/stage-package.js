@@ -2,8 +2,10 @@
 /**
  * Stages the published package in dist/package (run by `npm run package`, after the build):
  * the manifest without what only this repository uses (scripts, devDependencies, overrides,
- * allowScripts, private), dist/lib, LICENSE, and the README with its relative links made
- * absolute to the repository (the registry page has no docs/ next to it). Publish with
+ * allowScripts, private), dist/lib, LICENSE, docs/ and the README. Relative links in the README
+ * and docs/ stay relative when their target ships in the package (docs/…, LICENSE), so they
+ * resolve in node_modules and in the unpacked tarball; a link to a file that does not ship (a
+ * test, a source file) becomes its text alone. Publish with
  * `npm publish dist/package` (the root package.json is private, so the unstaged manifest cannot
  * be published by mistake); `npm pack dist/package` gives the tarball the consumer test installs.
  */
@@ -17,7 +19,7 @@ const {
   statSync,
   writeFileSync,
 } = require('node:fs');
-const { join, relative } = require('node:path');
+const { dirname, join, relative } = require('node:path');
 
 const root = join(__dirname, '..');
 const out = join(root, 'dist', 'package');
@@ -51,12 +53,28 @@ function fail(message) {
   process.exit(1);
 }
 
-/** Relative README links → absolute links into the repository at its default branch. */
-function absoluteLinks(markdown, repoUrl) {
-  return markdown.replace(/\]\((?!https?:|mailto:|#)([^)\s]+)\)/g, (_, target) => {
-    const path = target.replace(/^\.\//, '');
-    return `](${repoUrl}/blob/main/${path})`;
-  });
+/**
+ * Relative links of a staged Markdown file: kept when the target ships in the package, else
+ * replaced by their text. `dir` is the file's folder inside the package.
+ */
+function packageLinks(markdown, dir) {
+  return markdown.replace(
+    /\[([^\]]*)\]\((?!https?:|mailto:|#)([^)\s]+)\)/g,
+    (link, text, target) => {
+      const path = decodeURI(target.split('#')[0]);
+      return path && existsSync(join(dir, path)) ? link : text;
+    },
+  );
+}
+
+/** The relative links of a staged Markdown file that do not resolve (none, after packageLinks). */
+function brokenLinks(markdown, dir) {
+  const out = [];
+  for (const m of markdown.matchAll(/\[[^\]]*\]\((?!https?:|mailto:|#)([^)\s]+)\)/g)) {
+    const path = decodeURI(m[1].split('#')[0]);
+    if (path && !existsSync(join(dir, path))) out.push(m[1]);
+  }
+  return out;
 }
 
 function* files(dir) {
@@ -76,17 +94,22 @@ for (const f of files(lib)) {
     fail(`test-only code in the build: ${relative(root, f)}`);
 }
 
-const repoUrl = (pkg.repository?.url ?? '').replace(/^git\+/, '').replace(/\.git$/, '');
-if (!repoUrl) fail('package.json has no repository.url');
-
 rmSync(out, { recursive: true, force: true });
 mkdirSync(join(out, 'dist'), { recursive: true });
 cpSync(lib, join(out, 'dist', 'lib'), { recursive: true });
 cpSync(join(root, 'LICENSE'), join(out, 'LICENSE'));
-writeFileSync(
+cpSync(join(root, 'docs'), join(out, 'docs'), { recursive: true });
+cpSync(join(root, 'README.md'), join(out, 'README.md'));
+const markdown = [
   join(out, 'README.md'),
-  absoluteLinks(readFileSync(join(root, 'README.md'), 'utf8'), repoUrl),
-);
+  ...[...files(join(out, 'docs'))].filter((f) => f.endsWith('.md')),
+];
+for (const f of markdown) writeFileSync(f, packageLinks(readFileSync(f, 'utf8'), dirname(f)));
+for (const f of markdown) {
+  const broken = brokenLinks(readFileSync(f, 'utf8'), dirname(f));
+  if (broken.length)
+    fail(`${relative(out, f)} links to what the package does not hold: ${broken.join(', ')}`);
+}
 
 const manifest = {};
 for (const key of PUBLISHED) if (pkg[key] !== undefined) manifest[key] = pkg[key];

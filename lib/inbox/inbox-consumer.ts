@@ -13,16 +13,6 @@ export interface IdempotentConsumerDefinition {
   options: IdempotentConsumerOptions;
 }
 
-/** The RabbitMQ delivery of an RmqContext, when the context is one. */
-function rmqDelivery(context: unknown): { channel: any; message: any } | undefined {
-  const ctx = context as any;
-  if (!ctx || typeof ctx.getChannelRef !== 'function' || typeof ctx.getMessage !== 'function')
-    return undefined;
-  const channel = ctx.getChannelRef();
-  const message = ctx.getMessage();
-  return channel && message ? { channel, message } : undefined;
-}
-
 /** Reads the message id through the consumer's extractor (or the default one). */
 export function messageIdOf(def: IdempotentConsumerDefinition, message: ConsumedMessage): string {
   const extract = def.options.messageId ?? defaultMessageId;
@@ -38,9 +28,11 @@ export function messageIdOf(def: IdempotentConsumerDefinition, message: Consumed
 }
 
 /**
- * Runs one consumed message through the inbox: extract the id, process, and (RabbitMQ with
- * `acknowledge`) ack or reject the delivery according to the outcome. Resolves with the
- * handler's result, or undefined when the handler did not run (duplicate, recorded failed).
+ * Runs one consumed message through the inbox: extract the id, process, and settle a RabbitMQ
+ * delivery that needs a manual ack (see RmqDeliveryAcknowledger): ack once the outcome
+ * committed (processed, duplicate, recorded failed), requeue after a failed attempt, dead-letter
+ * what can never succeed (no message id; recorded failed under `onMaxAttempts: 'rethrow'`).
+ * Resolves with the handler's result, or undefined when the handler did not run.
  * @internal
  */
 export async function consumeMessage(
@@ -49,13 +41,14 @@ export async function consumeMessage(
   message: ConsumedMessage,
   run: () => Promise<unknown>,
 ): Promise<unknown> {
-  const delivery = def.options.acknowledge ? rmqDelivery(message.context) : undefined;
+  const acks = inbox.acknowledger;
+  const delivery = acks.manualDelivery(message.context, def.consumer, def.options.acknowledge);
   let id: string;
   try {
     id = messageIdOf(def, message);
   } catch (e) {
     // It will never get an id: requeueing would loop. Dead-lettered when the queue has a DLX.
-    delivery?.channel.nack(delivery.message, false, false);
+    if (delivery) acks.reject(delivery, def.consumer, false);
     throw e;
   }
   const options: InboxProcessOptions = {
@@ -68,9 +61,9 @@ export async function consumeMessage(
     outcome = await inbox.process(def.consumer, id, run, options);
   } catch (e) {
     // Retry later (requeue), except a message already recorded as failed: dead-letter it.
-    delivery?.channel.nack(delivery.message, false, !(e instanceof InboxMessageFailedError));
+    if (delivery) acks.reject(delivery, def.consumer, !(e instanceof InboxMessageFailedError));
     throw e;
   }
-  delivery?.channel.ack(delivery.message);
+  if (delivery) acks.ack(delivery, def.consumer);
   return outcome.status === 'processed' ? outcome.result : undefined;
 }

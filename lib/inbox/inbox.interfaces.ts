@@ -1,4 +1,4 @@
-import type { InboxOptions } from '../idempotency.options';
+import type { InboxAcknowledge, InboxOptions } from '../idempotency.options';
 
 /** How one delivery ended. */
 export type InboxResult<T> =
@@ -41,10 +41,9 @@ export interface IdempotentConsumerOptions extends InboxProcessOptions {
    */
   messageId?: MessageIdExtractor;
   /**
-   * RabbitMQ consumers started with `noAck: false`: acknowledge the delivery once the inbox has
-   * settled it (processed, duplicate, or recorded failed under `onMaxAttempts: 'ack'`) and reject
-   * it with requeue when the handler failed and should run again. Default false (Nest's RabbitMQ
-   * server acknowledges on receipt unless `noAck: false`). Ignored for other transports.
+   * Settling RabbitMQ deliveries: `'auto'` acks after the inbox commits (and rejects a failed
+   * attempt for redelivery) whenever the server consumes with `noAck: false`; `true` / `false`
+   * force it. Default: the module's `inbox.acknowledge` (`'auto'`). Ignored for other transports.
    */
-  acknowledge?: boolean;
+  acknowledge?: InboxAcknowledge;
 }

@@ -45,3 +45,18 @@ export const ON_MAX_ATTEMPTS_INVALID = (v: unknown) =>
 
 export const STRAY_WRITES_INVALID = (v: unknown) =>
   `Inbox: strayWrites must be 'error', 'warn' or 'ignore', got ${String(v)}.`;
+
+export const ACK_ON_AUTO_ACK_CONSUMER = (consumer: string) =>
+  `Inbox: consumer "${consumer}" has acknowledge: true, but its RabbitMQ server consumes with noAck: true ` +
+  `(RabbitMQ acknowledged the delivery already, and an ack would close the channel): not acknowledged. ` +
+  `Start the microservice with noAck: false to acknowledge after the inbox commits, or drop acknowledge: true.`;
+
+export const ACK_MODE_UNKNOWN = (consumer: string) =>
+  `Inbox: consumer "${consumer}" got a RabbitMQ delivery from a server whose noAck setting cannot be told ` +
+  `(several RabbitMQ servers with different noAck, or a custom transport): the delivery is not acknowledged. ` +
+  `Say it: @IdempotentConsumer({ acknowledge: true }) when that server runs with noAck: false, ` +
+  `acknowledge: false when it runs with noAck: true (or the handler acks itself).`;
+
+export const ACK_FAILED = (consumer: string, error: unknown) =>
+  `Inbox: could not settle the RabbitMQ delivery of consumer "${consumer}" (${String(error)}); ` +
+  `the broker redelivers it when the channel closes, and the inbox settles the copy.`;

@@ -12,6 +12,7 @@ import { retryWithJitter } from '../internal/jittered-retry';
 import { stripUndefined } from '../internal/strip-undefined';
 import { InboxMessageFailedError } from './inbox.errors';
 import { InboxStore } from './inbox.store';
+import { RmqDeliveryAcknowledger } from './rmq-delivery.acknowledger';
 import type { InboxProcessOptions, InboxResult } from './inbox.interfaces';
 import {
   CLAIM_RETRIES_EXHAUSTED,
@@ -63,6 +64,8 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
     protected readonly metrics: MetricsService,
     @Inject(IDEMPOTENCY_OPTIONS) protected readonly options: ResolvedIdempotencyOptions,
     protected readonly store: InboxStore,
+    /** Settles RabbitMQ deliveries for `@IdempotentConsumer()` handlers. @internal */
+    readonly acknowledger: RmqDeliveryAcknowledger,
   ) {}
 
   onModuleInit(): void {

@@ -9,8 +9,8 @@ import { BROKER_CONFIG } from './messaging.constants';
  * Connects the consumer side of the transport MessagingModule was configured with, so
  * `@EventPattern('payment.captured')` handlers receive the relay's messages, and starts it:
  * - embedded: EmbeddedTransport on the app's EventEmitter2;
- * - RabbitMQ: the durable queue BROKER_QUEUE, `noAck: false` (handlers acknowledge, e.g. with
- *   `@IdempotentConsumer({ acknowledge: true })`; a crash before the ack means redelivery);
+ * - RabbitMQ: the durable queue BROKER_QUEUE, `noAck: false` (`@IdempotentConsumer()` acks each
+ *   delivery after its transaction commits; a crash before the ack means redelivery);
  * - NATS: the event subjects, in queue group BROKER_QUEUE (one instance gets each message).
  */
 export async function connectMessaging(app: INestApplication): Promise<void> {

@@ -1,14 +1,15 @@
 /**
- * The README's consumer snippets: each fenced code block right after a `<!-- consumer:NAME -->`
- * marker. NAME is a file of test/consumer/app-template (`src/app.module.ts`) or `install` (shell
- * commands the consumer test runs). Shared by the consumer test (run.js) and the unit test that
- * keeps the README and the template the same.
+ * The README's app, as the consumer test builds it: each fenced code block right after a
+ * `<!-- consumer:NAME -->` marker. NAME is a file of the user's app (`src/app.module.ts`;
+ * `src/database.<kind>.ts` is the `src/database.ts` of that database), `install` (the
+ * `npm install` lines) or `migrate` (the build and TypeORM CLI lines). Nothing else goes into the
+ * app: the unit test (test/unit/readme-consumer-snippets.spec.ts) checks that every file an app
+ * file imports is shown.
  */
 const { readFileSync } = require('node:fs');
 const { join } = require('node:path');
 
 const README = join(__dirname, '..', '..', 'README.md');
-const TEMPLATE = join(__dirname, 'app-template');
 
 /** `[{ name, code }]` in README order. */
 function readmeSnippets(markdown = readFileSync(README, 'utf8')) {
@@ -18,13 +19,36 @@ function readmeSnippets(markdown = readFileSync(README, 'utf8')) {
   return out;
 }
 
-/** The `npm install …` lines of the README's `consumer:install` blocks. */
-function installCommands(markdown) {
+/** The shell lines of the README's `consumer:<name>` blocks, comments dropped. */
+function commands(markdown, name) {
   return readmeSnippets(markdown)
-    .filter((s) => s.name === 'install')
+    .filter((s) => s.name === name)
     .flatMap((s) => s.code.split('\n'))
     .map((line) => line.replace(/\s+#.*$/, '').trim())
-    .filter((line) => line.startsWith('npm install '));
+    .filter((line) => line && !line.startsWith('#'));
 }
 
-module.exports = { README, TEMPLATE, readmeSnippets, installCommands };
+/** The `npm install …` lines of the README's `consumer:install` blocks. */
+function installCommands(markdown) {
+  return commands(markdown, 'install').filter((line) => line.startsWith('npm install '));
+}
+
+const DATABASE_VARIANT = /^src\/database\.(\w+)\.ts$/;
+
+/**
+ * The app's files for one database: `{ path: code }`, with `src/database.<kind>.ts` as
+ * `src/database.ts` and the other variants left out.
+ */
+function appFiles(markdown, kind) {
+  const files = {};
+  for (const { name, code } of readmeSnippets(markdown)) {
+    if (!name.startsWith('src/')) continue;
+    const variant = DATABASE_VARIANT.exec(name);
+    if (variant) {
+      if (variant[1] === kind) files['src/database.ts'] = code;
+    } else files[name] = code;
+  }
+  return files;
+}
+
+module.exports = { README, readmeSnippets, commands, installCommands, appFiles };

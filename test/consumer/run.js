@@ -1,25 +1,36 @@
 #!/usr/bin/env node
 /**
- * The consumer test (.ci/consumer-test.sh): the library as a user gets it. Packs the staged
- * package (`npm run package`), generates a new app with the Nest CLI from the registry
- * (`nest new`, Nest 11), runs the README's `consumer:install` commands with the tarball in place
- * of `nestjs-exactly-once`, copies the template app (test/consumer/app-template, the same files as
- * the README's `consumer:src/…` snippets), then per database (PostgreSQL, SQLite): builds, runs
- * the migrations with the TypeORM CLI as the README says, starts the app and checks: a replay,
- * a 422 for another payload under the same key, the outbox event published to RabbitMQ and
- * consumed once through the inbox, a duplicate delivery skipped, a clean SIGTERM shutdown.
- * Ends with `consumer test: PASS (…)` or exits non-zero.
+ * The consumer test (.ci/consumer-test.sh): the library as a user gets it, in the app the README
+ * shows. Packs the staged package (`npm run package`), generates a new app with the Nest CLI from
+ * the registry (`nest new`, Nest 11), runs the README's `consumer:install` commands with the
+ * tarball in place of `nestjs-exactly-once`, replaces the generated src/ with the README's
+ * `consumer:src/…` code blocks (nothing else: no template), then per database (PostgreSQL,
+ * SQLite): runs the README's `consumer:migrate` lines (build, the library's migrations, the
+ * user's own migration generated with `typeorm migration:generate`, run), starts the app and
+ * checks: a replay, a 422 for another payload under the same key, each payment's outbox event
+ * published to RabbitMQ and consumed once through the inbox, duplicate deliveries skipped, a
+ * clean SIGTERM shutdown, and 0 messages left in the queue once the consumer is gone (every
+ * delivery was acknowledged: an unacknowledged one returns to the queue when its channel closes).
+ * Ends with `consumer test: PASS (…)` or exits non-zero. CONSUMER_KEEP=1 keeps the generated
+ * app; CONSUMER_APP=<its path> reuses it (only the library is installed again), for development.
  */
 const { execSync, spawn } = require('node:child_process');
 const { randomBytes, randomUUID } = require('node:crypto');
-const { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync } = require('node:fs');
+const {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} = require('node:fs');
 const { createServer } = require('node:net');
 const { tmpdir } = require('node:os');
-const { join } = require('node:path');
+const { dirname, join } = require('node:path');
 const amqp = require('amqplib');
 const { Client } = require('pg');
 const Database = require('better-sqlite3');
-const { installCommands, README, TEMPLATE } = require('./readme-snippets');
+const { appFiles, commands, installCommands, README } = require('./readme-snippets');
 
 const ROOT = join(__dirname, '..', '..');
 const PG_URL = process.env.PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -72,6 +83,13 @@ function prepareApp(work) {
     .pop();
   const tgz = join(work, tarball);
 
+  if (process.env.CONSUMER_APP) {
+    // Development shortcut: an app kept by an earlier run (CONSUMER_KEEP=1) gets the new tarball only.
+    log(`reusing ${process.env.CONSUMER_APP}: npm install <tarball>`);
+    run(`npm install ${tgz} --no-audit --no-fund`, process.env.CONSUMER_APP);
+    return process.env.CONSUMER_APP;
+  }
+
   log(`generating an app with ${NEST_CLI} (from the registry)`);
   run(`npx -y ${NEST_CLI} new app --skip-git --package-manager npm`, work);
   const app = join(work, 'app');
@@ -84,19 +102,38 @@ function prepareApp(work) {
     run(withTarball, app);
   }
 
-  // The template's src/ replaces the generated one (its controller, service and unit test).
-  rmSync(join(app, 'src'), { recursive: true, force: true });
-  cpSync(join(TEMPLATE, 'src'), join(app, 'src'), { recursive: true });
   return app;
 }
 
-/** Selects the database variant of src/database.ts and builds. */
-function build(app, kind) {
-  cpSync(join(TEMPLATE, 'src', `database.${kind}.ts`), join(app, 'src', 'database.ts'));
-  for (const f of readdirSync(join(app, 'src')))
-    if (/^database\.\w+\.ts$/.test(f)) rmSync(join(app, 'src', f));
+/** The README's app for one database: its code blocks as src/, then its `consumer:migrate` lines. */
+function build(app, kind, env) {
+  const markdown = readFileSync(README, 'utf8');
+  rmSync(join(app, 'src'), { recursive: true, force: true });
   rmSync(join(app, 'dist'), { recursive: true, force: true });
-  run('npm run build', app);
+  for (const [file, code] of Object.entries(appFiles(markdown, kind))) {
+    mkdirSync(dirname(join(app, file)), { recursive: true });
+    writeFileSync(join(app, file), code);
+  }
+  const lines = commands(markdown, 'migrate');
+  check(
+    lines.some((l) => l.includes('migration:generate')),
+    'the README generates a migration',
+  );
+  for (const line of lines) {
+    log(`${kind}: $ ${line}`);
+    run(line, app, env);
+  }
+  const generated = readdirSync(join(app, 'src', 'migrations'));
+  check(generated.length === 1, `one generated migration (got ${generated.join(', ')})`);
+  const migration = readFileSync(join(app, 'src', 'migrations', generated[0]), 'utf8');
+  check(
+    /ledger_entries/.test(migration) && /payments/.test(migration),
+    'it creates the app tables',
+  );
+  check(
+    !/idempotency_records|outbox_messages|inbox_messages/.test(migration),
+    'and none of the library',
+  );
 }
 
 async function startApp(app, env) {
@@ -113,7 +150,7 @@ async function startApp(app, env) {
   try {
     await eventually('the app to listen', async () => {
       if (child.exitCode !== null) throw new Error('exited');
-      return (await fetch(`${url}/ledger`)).status === 200;
+      return (await fetch(`${url}/payments/${randomUUID()}`)).status === 404;
     });
   } catch (e) {
     child.kill('SIGKILL');
@@ -122,14 +159,55 @@ async function startApp(app, env) {
   return { url, child, output: () => out };
 }
 
-/** One database: migrations through the TypeORM CLI, then the short e2e. */
+/** "Wire it wrong", first row: DATABASE_URL unset fails at once, naming it (no ~30 s of retries). */
+async function withoutDatabaseUrl(app, env) {
+  const started = Date.now();
+  const { DATABASE_URL: _unset, ...rest } = { ...process.env, ...env };
+  const child = spawn(process.execPath, ['dist/main.js'], { cwd: app, env: rest, stdio: 'pipe' });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
+  const code = await Promise.race([
+    new Promise((r) => child.once('exit', (c) => r(c))),
+    sleep(20_000).then(() => 'timeout'),
+  ]);
+  if (code === 'timeout') child.kill('SIGKILL');
+  check(
+    code !== 0 && code !== 'timeout' && out.includes('(e.g. DATABASE_URL) set?'),
+    `without DATABASE_URL the app stops naming it (exit ${code}); output:\n${out}`,
+  );
+  log(`postgres: DATABASE_URL unset stops the app in ${Date.now() - started} ms, naming it ok`);
+}
+
+/** A query on the app's database (a fresh connection each time). */
+function databaseReader(kind, env) {
+  if (kind === 'postgres')
+    return async (sql, params) => {
+      const c = new Client({ connectionString: env.DATABASE_URL });
+      await c.connect();
+      try {
+        return (await c.query(sql, params)).rows;
+      } finally {
+        await c.end();
+      }
+    };
+  return async (sql, params) => {
+    const db = new Database(env.DATABASE_FILE, { readonly: true, timeout: 5000 });
+    try {
+      return db.prepare(sql).all(...params);
+    } finally {
+      db.close();
+    }
+  };
+}
+
+/** One database: the README's app and migrations, then the feature end to end. */
 async function scenario(app, kind) {
   const suffix = randomBytes(4).toString('hex');
   const queue = `consumer-${kind}-${suffix}`;
   const env = { EVENTS_QUEUE: queue, RABBITMQ_URL: RABBIT_URL };
   let admin;
   let dbName;
-  let readOutbox;
   if (kind === 'postgres') {
     admin = new Client({ connectionString: PG_URL });
     await admin.connect();
@@ -138,53 +216,41 @@ async function scenario(app, kind) {
     const u = new URL(PG_URL);
     u.pathname = `/${dbName}`;
     env.DATABASE_URL = u.toString();
-    readOutbox = async (partitionKey) => {
-      const c = new Client({ connectionString: env.DATABASE_URL });
-      await c.connect();
-      try {
-        const r = await c.query('SELECT id, status FROM outbox_messages WHERE partition_key = $1', [
-          partitionKey,
-        ]);
-        return r.rows;
-      } finally {
-        await c.end();
-      }
-    };
   } else {
     env.DATABASE_FILE = join(app, `consumer-${suffix}.sqlite`);
-    readOutbox = async (partitionKey) => {
-      const db = new Database(env.DATABASE_FILE, { readonly: true, timeout: 5000 });
-      try {
-        return db
-          .prepare('SELECT id, status FROM outbox_messages WHERE partition_key = ?')
-          .all(partitionKey);
-      } finally {
-        db.close();
-      }
-    };
   }
+  const query = databaseReader(kind, env);
+  const p1 = kind === 'postgres' ? '$1' : '?';
+  const ledgerOf = async (paymentId) =>
+    query(`SELECT id FROM ledger_entries WHERE payment_id = ${p1}`, [paymentId]);
+  const outboxOf = async (paymentId) =>
+    query(`SELECT id, status FROM outbox_messages WHERE partition_key = ${p1}`, [paymentId]);
 
-  const conn = await amqp.connect(RABBIT_URL);
-  const channel = await conn.createChannel();
+  let conn;
+  let channel;
   let p;
   try {
-    build(app, kind);
-    log(`${kind}: npx typeorm migration:run -d dist/data-source.js`);
-    run('npx typeorm migration:run -d dist/data-source.js', app, env);
+    build(app, kind, env);
+    if (kind === 'postgres') await withoutDatabaseUrl(app, env);
+    // Connected after the build: execSync blocks the event loop, and a connection that misses
+    // its heartbeats meanwhile is closed by the broker.
+    conn = await amqp.connect(RABBIT_URL);
+    conn.on('error', () => undefined);
+    channel = await conn.createChannel();
     p = await startApp(app, env);
 
-    const key = randomUUID();
-    const post = (body) =>
+    const post = (key, body) =>
       fetch(`${p.url}/payments`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'idempotency-key': key },
         body: JSON.stringify(body),
       });
-    const first = await post({ customerId: 'cus_1', amount: 42 });
+    const key = randomUUID();
+    const first = await post(key, { customerId: 'cus_1', amount: 4250 });
     const firstBody = await first.text();
     check(first.status === 201, `first POST answers 201 (got ${first.status}: ${firstBody})`);
     check(!first.headers.has('idempotency-replayed'), 'the first answer is no replay');
-    const replay = await post({ customerId: 'cus_1', amount: 42 });
+    const replay = await post(key, { customerId: 'cus_1', amount: 4250 });
     const replayBody = await replay.text();
     check(replay.status === 201, `the retry answers 201 (got ${replay.status})`);
     check(replayBody === firstBody, 'the retry gets the same body byte for byte');
@@ -194,7 +260,7 @@ async function scenario(app, kind) {
     );
     log(`${kind}: replay ok`);
 
-    const reused = await post({ customerId: 'cus_1', amount: 43 });
+    const reused = await post(key, { customerId: 'cus_1', amount: 4300 });
     const problem = await reused.json();
     check(
       reused.status === 422,
@@ -210,37 +276,48 @@ async function scenario(app, kind) {
     );
     log(`${kind}: 422 ok`);
 
-    const payment = JSON.parse(firstBody);
-    const ledgerOf = async (paymentId) =>
-      (await (await fetch(`${p.url}/ledger`)).json()).filter((e) => e.paymentId === paymentId);
-    await eventually(
-      'the event to be published and consumed',
-      async () => (await ledgerOf(payment.id)).length === 1,
-    );
-    const [row] = await eventually('the outbox row to be marked sent', async () => {
-      const rows = await readOutbox(payment.id);
-      return rows.length === 1 && rows[0].status === 'sent' ? rows : undefined;
-    });
-    log(`${kind}: outbox published to RabbitMQ and consumed ok`);
+    // More payments, each one event through outbox → RabbitMQ → inbox → one ledger entry.
+    const payments = [JSON.parse(firstBody)];
+    for (let i = 0; i < 4; i++) {
+      const r = await post(randomUUID(), { customerId: `cus_${i}`, amount: 100 + i });
+      check(r.status === 201, `POST /payments answers 201 (got ${r.status})`);
+      payments.push(await r.json());
+    }
+    const got = await fetch(`${p.url}/payments/${payments[0].id}`);
+    check(got.status === 200, `GET /payments/:id answers 200 (got ${got.status})`);
+    for (const payment of payments) {
+      await eventually(
+        `payment ${payment.id} to be published and consumed`,
+        async () => (await ledgerOf(payment.id)).length === 1,
+      );
+    }
+    const rows = [];
+    for (const payment of payments) {
+      const [row] = await eventually('the outbox row to be marked sent', async () => {
+        const r = await outboxOf(payment.id);
+        return r.length === 1 && r[0].status === 'sent' ? r : undefined;
+      });
+      rows.push(row);
+    }
+    log(`${kind}: ${payments.length} payments published to RabbitMQ and consumed ok`);
 
-    // The same message delivered twice more (a broker redelivery, a relay that published again),
+    // Each message delivered twice more (a broker redelivery, a relay that published again),
     // then a sentinel behind them: once the sentinel is in, the copies have been handled.
     const envelope = (paymentId, amount) =>
       Buffer.from(JSON.stringify({ pattern: 'payment.captured', data: { paymentId, amount } }));
     const props = (id) => ({ messageId: id, persistent: true, headers: { 'message-id': id } });
-    for (let i = 0; i < 2; i++) channel.sendToQueue(queue, envelope(payment.id, 42), props(row.id));
+    for (let i = 0; i < 2; i++)
+      for (const [n, row] of rows.entries())
+        channel.sendToQueue(queue, envelope(payments[n].id, payments[n].amount), props(row.id));
     const sentinel = randomUUID();
     channel.sendToQueue(queue, envelope(sentinel, 1), props(randomUUID()));
     await eventually(
       'the sentinel to be consumed',
       async () => (await ledgerOf(sentinel)).length === 1,
     );
-    await eventually(
-      'the queue to drain',
-      async () => (await channel.checkQueue(queue)).messageCount === 0,
-    );
-    check((await ledgerOf(payment.id)).length === 1, 'duplicate deliveries add no ledger entry');
-    log(`${kind}: inbox processed the message once ok`);
+    for (const payment of payments)
+      check((await ledgerOf(payment.id)).length === 1, 'duplicate deliveries add no ledger entry');
+    log(`${kind}: inbox processed each message once (${rows.length * 3 + 1} deliveries) ok`);
 
     // enableShutdownHooks: the hooks run (the relay stops), then Nest re-raises the signal.
     p.child.kill('SIGTERM');
@@ -253,13 +330,22 @@ async function scenario(app, kind) {
       `SIGTERM stops the relay and ends the app (exit ${JSON.stringify(exit)}); output:\n${p.output()}`,
     );
     log(`${kind}: clean shutdown ok`);
+
+    // With the consumer gone, any delivery it had not acknowledged is back in the queue.
+    const { messageCount, consumerCount } = await channel.checkQueue(queue);
+    check(consumerCount === 0, `no consumer left on the queue (got ${consumerCount})`);
+    check(
+      messageCount === 0,
+      `0 messages unacknowledged or pending in the queue after the app stopped (got ${messageCount})`,
+    );
+    log(`${kind}: 0 unacknowledged messages ok`);
   } catch (e) {
     if (p) process.stderr.write(`app output (${kind}):\n${p.output()}\n`);
     throw e;
   } finally {
     if (p && p.child.exitCode === null) p.child.kill('SIGKILL');
-    await channel.deleteQueue(queue).catch(() => undefined);
-    await conn.close().catch(() => undefined);
+    await channel?.deleteQueue(queue).catch(() => undefined);
+    await conn?.close().catch(() => undefined);
     if (admin) {
       await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => undefined);
       await admin.end();

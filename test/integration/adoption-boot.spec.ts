@@ -2,7 +2,18 @@ import type { INestApplication } from '@nestjs/common';
 import { Controller, Module, Post } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { randomUUID } from 'node:crypto';
-import { Idempotent, PROBLEM_TYPES } from '../../lib';
+import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
+import { ClsPluginTransactional } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { ClsModule } from 'nestjs-cls';
+import {
+  getIdempotencyEntities,
+  getIdempotencyMigrations,
+  Idempotent,
+  IdempotencyModule,
+  PROBLEM_TYPES,
+} from '../../lib';
+import { databaseOptionsFromUrl } from '../../sample-app/config/database.config';
 import {
   createTestDatabase,
   databaseKinds,
@@ -16,6 +27,7 @@ import {
   createAdoptionApp,
   OutboxWriter,
   PlainController,
+  ReadmePaymentsService,
   RecordingLogger,
 } from '../fixtures/adoption/adoption-fixture';
 
@@ -58,6 +70,61 @@ describe.each(databaseKinds())('wiring mistakes on %s', (kind) => {
     });
     expect(error.message).toMatch(
       /^IdempotencyModule: the nestjs-cls transactional plugin is not registered\. Register it in the root module: ClsModule\.forRoot\(\{ global: true, middleware: \{ mount: true \}, plugins: \[new ClsPluginTransactional\(/,
+    );
+  });
+
+  it('no transactional plugin, and a service injects TransactionHost (README step 7): Nest names TransactionHost when the app is created', async () => {
+    db = await createTestDatabase(kind);
+    // Nest resolves the app's providers before any of the library's checks can run: the README's
+    // table quotes this message and says how to read it.
+    await expect(
+      createAdoptionApp({
+        dbUrl: db.url,
+        transactionalPlugin: false,
+        controllers: [PlainController],
+        providers: [ReadmePaymentsService],
+      }),
+    ).rejects.toThrow(
+      "Nest can't resolve dependencies of the ReadmePaymentsService (?, OutboxService). Please make sure that the argument TransactionHost at index [0] is available in the AdoptionAppModule module.",
+    );
+  });
+
+  it('the plugin on another DataSource than the module: init fails naming dataSourceToken', async () => {
+    db = await createTestDatabase(kind);
+    const options = databaseOptionsFromUrl(db.url);
+    @Module({
+      imports: [
+        TypeOrmModule.forRoot({
+          ...options,
+          entities: getIdempotencyEntities({ type: options.type }),
+          migrations: getIdempotencyMigrations(),
+          migrationsRun: true,
+          logging: false,
+        } as never),
+        TypeOrmModule.forRoot({ ...options, name: 'other', logging: false } as never),
+        ClsModule.forRoot({
+          global: true,
+          middleware: { mount: true },
+          plugins: [
+            new ClsPluginTransactional({
+              adapter: new TransactionalAdapterTypeOrm({
+                dataSourceToken: getDataSourceToken('other'),
+              }),
+            }),
+          ],
+        }),
+        IdempotencyModule.forRoot({
+          logger: false,
+          cleanup: { enabled: false },
+          outbox: { relayEnabled: false },
+        }),
+      ],
+      controllers: [PlainController],
+    })
+    class OtherDataSourceModule {}
+    app = await NestFactory.create(OtherDataSourceModule, { logger: false, abortOnError: false });
+    await expect(app.init()).rejects.toThrow(
+      "IdempotencyModule: the nestjs-cls transactional plugin runs its transactions on another DataSource than IdempotencyModule's (the default one). Give TransactionalAdapterTypeOrm the same one (dataSourceToken: getDataSourceToken()), or set the dataSource / transactionConnectionName options of IdempotencyModule to the pair the plugin uses.",
     );
   });
 
@@ -154,6 +221,28 @@ describe.each(databaseKinds())('wiring mistakes on %s', (kind) => {
     });
     await app.init();
     expect(logger.of('warn')).toEqual([]);
+  });
+});
+
+describe.each(databaseKinds())('IdempotencyModule not imported, on %s', (kind) => {
+  let db: TestDatabase | undefined;
+  afterEach(async () => {
+    await db?.drop();
+    db = undefined;
+  });
+
+  it('a service injects OutboxService (README step 7): Nest names OutboxService when the app is created', async () => {
+    db = await createTestDatabase(kind);
+    await expect(
+      createAdoptionApp({
+        dbUrl: db.url,
+        idempotency: false,
+        controllers: [PlainController],
+        providers: [ReadmePaymentsService],
+      }),
+    ).rejects.toThrow(
+      "Nest can't resolve dependencies of the ReadmePaymentsService (TransactionHost, ?). Please make sure that the argument OutboxService at index [1] is available in the AdoptionAppModule module.",
+    );
   });
 });
 

@@ -19,6 +19,7 @@ import {
   EffectHandler,
   EmitterEffectListener,
   NatsEffectConsumer,
+  RmqBareConsumer,
   RmqEffectConsumer,
 } from '../fixtures/inbox/effect-consumers';
 import { InboxFixtureModule } from '../fixtures/inbox/inbox-fixture.module';
@@ -181,6 +182,76 @@ describe.each(databaseKinds())('@IdempotentConsumer on %s', (kind) => {
       expect(await effects('rmq-effects', note)).toBe(0);
     });
   });
+
+  describe.each([false, true])(
+    'RabbitMQ, @IdempotentConsumer() with no options, server noAck: %s',
+    (noAck) => {
+      const queue = `inbox-bare-${noAck}-${randomUUID()}`;
+      let app: INestMicroservice | undefined;
+      let conn: amqp.ChannelModel;
+      let ch: amqp.ConfirmChannel;
+
+      beforeAll(async () => {
+        app = await NestFactory.createMicroservice(
+          InboxFixtureModule.register({
+            dbUrl: db.url,
+            controllers: [RmqBareConsumer],
+            providers: [EffectHandler],
+          }),
+          {
+            transport: Transport.RMQ,
+            options: { urls: [RABBIT_URL], queue, noAck, queueOptions: { durable: false } },
+            logger: false,
+          },
+        );
+        await app.listen();
+        conn = await amqp.connect(RABBIT_URL);
+        ch = await conn.createConfirmChannel();
+      });
+
+      afterAll(async () => {
+        await app?.close();
+        await ch?.deleteQueue(queue).catch(() => undefined);
+        await conn?.close();
+      });
+
+      const publish = async (messageId: string, cmd: EffectCommand) => {
+        ch.sendToQueue(queue, Buffer.from(JSON.stringify({ pattern: 'inbox.bare', data: cmd })), {
+          messageId,
+        });
+        await ch.waitForConfirms();
+      };
+
+      it('settles every delivery: 0 messages left unacknowledged once the consumer is gone', async () => {
+        const ids = [randomUUID(), randomUUID(), randomUUID()];
+        const note = `bare-${randomUUID()}`;
+        // 8 deliveries: 3 messages, each delivered twice, and (noAck: false) one failing once first.
+        for (const id of ids) await publish(id, { note });
+        for (const id of ids) await publish(id, { note });
+        const failing = randomUUID();
+        if (!noAck) await publish(failing, { note, failTimes: 1 });
+        const expected = noAck ? 3 : 4;
+        await waitFor(async () => (await effects('rmq-bare', note)) === expected, 'the effects');
+        // The channel still works (an ack under noAck: true would have closed it).
+        const later = randomUUID();
+        await publish(later, { note: `${note}-later` });
+        await waitFor(
+          async () => (await effects('rmq-bare', `${note}-later`)) === 1,
+          'a later one',
+        );
+        for (const id of ids) expect(DeliveryLog.runs.get(id)).toBe(1);
+        if (!noAck) expect(DeliveryLog.runs.get(failing)).toBe(2);
+        expect(await effects('rmq-bare', note)).toBe(expected);
+
+        // Closing the consumer's channel returns every unacknowledged delivery to the queue.
+        await app!.close();
+        app = undefined;
+        const { messageCount, consumerCount } = await ch.checkQueue(queue);
+        expect(consumerCount).toBe(0);
+        expect(messageCount).toBe(0);
+      });
+    },
+  );
 
   describe('NATS (@MessagePattern, message-id header)', () => {
     let app: INestMicroservice;

@@ -24,6 +24,7 @@ describe('resolveOptions (module options, defaults merged once)', () => {
       inProgress: { policy: 'reject', maxWaitMs: 5000, pollIntervalMs: 100 },
       fingerprint: { headers: [], excludeBodyPaths: [] },
       tables: { idempotency: 'idempotency_records' },
+      inbox: { acknowledge: 'auto', maxAttempts: 5, onMaxAttempts: 'ack' },
     });
     expect(o.storedHeaders).toEqual(expect.arrayContaining(['content-type', 'location', 'etag']));
     expect(o.encryptionKey).toBeUndefined();
@@ -119,6 +120,11 @@ describe('resolveOptions (module options, defaults merged once)', () => {
     ],
     ['a storeStatus that is not a function', { storeStatus: 'all' as any }, /storeStatus/],
     ['a fractional Retry-After hint', { retryAfterSeconds: 1.5 }, /retryAfterSeconds/],
+    [
+      'an unknown inbox.acknowledge',
+      { inbox: { acknowledge: 'always' as any } },
+      /inbox\.acknowledge/,
+    ],
   ])('rejects %s with a message naming the option', (_label, options, message) => {
     expect(() => resolveOptions(options)).toThrow(message);
     expect(() => resolveOptions(options)).toThrow(/^IdempotencyModule: /);

@@ -1,5 +1,6 @@
 import type { DataSourceOptions } from 'typeorm';
 import { getIdempotencyMigrations } from '../migrations';
+import { checkConnectionOptions } from './connection-options.check';
 import { ENTITIES_OF_ANOTHER_DATABASE } from './entities.messages';
 import { dialectOfType, ENTITY_DIALECT, getIdempotencyEntities } from './index';
 import type { LibraryTableNaming } from './index';
@@ -21,6 +22,9 @@ const listOf = <T>(list: MixedList<T> | undefined): T[] =>
  * export default new DataSource(withExactlyOnce({ type: 'postgres', url, entities: [Order] }))
  * ```
  *
+ * Connection options that cannot work are refused with a message naming the fix: a `url` read
+ * from an unset environment variable (and no host), a URL of another database.
+ *
  * Library entities and migrations already listed (`getIdempotencyEntities()`,
  * `getIdempotencyMigrations()`) are replaced; library entities built for another database type
  * are an error. Run the library's migrations before `typeorm migration:generate`: the entities
@@ -31,6 +35,7 @@ export function withExactlyOnce<T extends Partial<DataSourceOptions>>(
   libraryOptions: ExactlyOnceDataSourceOptions = {},
 ): T {
   const db = dialectOfType(dataSourceOptions?.type, 'withExactlyOnce()');
+  checkConnectionOptions(db, dataSourceOptions as Record<string, unknown>);
   const entities = listOf<unknown>(dataSourceOptions.entities as MixedList<unknown>);
   const ours = (e: unknown): string | undefined =>
     typeof e === 'object' && e !== null ? (e as Record<symbol, string>)[ENTITY_DIALECT] : undefined;
