@@ -57,7 +57,7 @@ export function consolePage(path: string, refreshSeconds: number): string {
   </table></div>
   <section id="detail" aria-labelledby="detail-h" hidden>
     <h3 id="detail-h" tabindex="-1">Message</h3>
-    <pre id="detail-body"></pre>
+    <pre id="detail-body" tabindex="0"></pre>
     <button type="button" id="detail-close">Close</button>
   </section>
 </section>

@@ -162,7 +162,7 @@ export const CONSOLE_SCRIPT = String.raw`(function () {
     fill($('dead-list').tBodies[0], messages.map(function (m) {
       return el('tr', { 'data-id': m.id }, [
         el('td', null, [idButton(m)]), cell(m.type), cell(m.partitionKey, 'mono'), cell(m.attempts, 'num'), cell(m.lastError, 'error'),
-        el('td', null, [
+        el('td', { className: 'nowrap' }, [
           actionButton('Requeue', 'requeue:' + m.id, 'Requeue message ' + m.id, function () { requeue(m.id); }),
           actionButton('Purge', 'purge:' + m.id, 'Purge message ' + m.id, function () { purge(m.id); }, true),
         ]),

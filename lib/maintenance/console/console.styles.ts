@@ -1,5 +1,5 @@
 /** The console's style sheet (served as `console.css`; colours meet WCAG AA contrast). */
-export const CONSOLE_STYLES = `
+export const CONSOLE_STYLES: string = `
 *, *::before, *::after { box-sizing: border-box; }
 body { margin: 0; font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1b1f24; background: #f6f8fa; }
 a { color: #0b5cad; }
@@ -31,6 +31,7 @@ th, td { text-align: left; padding: 6px 8px; border-bottom: 1px solid #d8dee4; v
 th { background: #f6f8fa; font-weight: 600; }
 td.num { font-variant-numeric: tabular-nums; }
 td.error { color: #8a1c12; max-width: 420px; overflow-wrap: anywhere; }
+td.nowrap { white-space: nowrap; }
 td.empty { color: #57606a; font-style: italic; }
 code, pre, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 13px; }
 pre { background: #f6f8fa; border: 1px solid #d0d7de; border-radius: 6px; padding: 10px; overflow: auto; max-height: 420px; }
