@@ -140,13 +140,31 @@ export type {
   OutboxHealthResult,
   RelayLiveness,
 } from './maintenance/health.indicator';
-export { IdempotencyAdminService, OUTBOX_STATUSES } from './maintenance/admin.service';
+export {
+  IdempotencyAdminService,
+  INBOX_STATUSES,
+  OUTBOX_STATUSES,
+  THROUGHPUT_MINUTES,
+} from './maintenance/admin.service';
 export type {
+  AdminOverview,
+  InboxConsumerSummary,
+  InboxEntry,
+  InboxListFilter,
   IdempotencyKeyView,
   IdempotencyScopeRef,
   PurgeResult,
   RequeueResult,
 } from './maintenance/admin.service';
 export { IdempotencyAdminModule } from './maintenance/admin.module';
+export type { AdminModuleOptions } from './maintenance/admin.module';
 export { createAdminController, ADMIN_PROBLEM_TYPES } from './maintenance/admin.controller';
 export type { AdminControllerOptions } from './maintenance/admin.controller';
+export { AdminSameOriginGuard, defaultAdminPrincipal } from './maintenance/admin-request.guard';
+export type { AdminPrincipalResolver } from './maintenance/admin-request.guard';
+export { createAdminConsoleController } from './maintenance/console/console.controller';
+export type {
+  AdminConsoleControllerOptions,
+  AdminConsoleOptions,
+} from './maintenance/console/console.options';
+export { CONSOLE_CSP } from './maintenance/console/console.security';

@@ -8,22 +8,39 @@ import {
   Param,
   Post,
   Query,
+  Req,
   Type,
   UseFilters,
   UseGuards,
 } from '@nestjs/common';
+import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
+import type { ResolvedIdempotencyOptions } from '../idempotency.options';
+import { LibraryLogger } from '../observability/library-logger';
 import { problem, PROBLEM_TYPES, ProblemDetailsFilter } from '../problem-details';
 import type { OutboxEntry } from '../outbox/outbox-admin.service';
-import type { OutboxStatus } from '../persistence/dialects';
+import type { InboxStatus, OutboxStatus } from '../persistence/dialects';
+import { keyHashOf } from '../gate/idempotency-context';
 import {
+  AdminSameOriginGuard,
+  defaultAdminPrincipal,
+  type AdminPrincipalResolver,
+} from './admin-request.guard';
+import {
+  type AdminOverview,
   IdempotencyAdminService,
   IdempotencyKeyView,
   IdempotencyScopeRef,
+  INBOX_STATUSES,
+  type InboxEntry,
   OUTBOX_STATUSES,
+  scopeOf,
 } from './admin.service';
 import {
+  ADMIN_BAD_CONSUMER,
   ADMIN_BAD_ID,
+  ADMIN_BAD_INBOX_STATUS,
   ADMIN_BAD_LIMIT,
+  ADMIN_BAD_ORDER,
   ADMIN_BAD_STATUS,
   ADMIN_KEY_NOT_FOUND,
   ADMIN_MESSAGE_NOT_FOUND,
@@ -37,6 +54,7 @@ export const ADMIN_PROBLEM_TYPES = {
   badRequest: PROBLEM_TYPES.adminInvalidRequest,
   notFound: PROBLEM_TYPES.adminNotFound,
   conflict: PROBLEM_TYPES.adminConflict,
+  crossSite: PROBLEM_TYPES.adminCrossSite,
 } as const;
 
 const badRequest = (detail: string) =>
@@ -60,6 +78,19 @@ function statusParam(value: string | undefined): OutboxStatus | undefined {
   if (!(OUTBOX_STATUSES as readonly string[]).includes(value))
     throw badRequest(ADMIN_BAD_STATUS(value, OUTBOX_STATUSES));
   return value as OutboxStatus;
+}
+
+function inboxStatusParam(value: string | undefined): InboxStatus | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (!(INBOX_STATUSES as readonly string[]).includes(value))
+    throw badRequest(ADMIN_BAD_INBOX_STATUS(value, INBOX_STATUSES));
+  return value as InboxStatus;
+}
+
+function consumerParam(value: string | undefined): string | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (value.length > 200) throw badRequest(ADMIN_BAD_CONSUMER);
+  return value;
 }
 
 function limitParam(value: string | undefined): number | undefined {
@@ -101,11 +132,25 @@ export interface AdminControllerOptions {
   path?: string;
   /** Guards protecting every admin route (authentication, roles). */
   guards?: Array<Type<CanActivate> | CanActivate>;
+  /**
+   * Origins (`https://ops.example.com`) besides the app's own whose browser pages may call the
+   * admin actions (POST, DELETE). Default none: a browser request from another site is refused
+   * with 403; requests without `Origin` / `Sec-Fetch-Site` (curl, scripts) are not affected.
+   */
+  trustedOrigins?: string[];
+  /**
+   * The operator's principal for the log line of each action. Default: `request.user` as the
+   * guard left it (a string, or its `id`, `sub`, `username`, `name` or `email`).
+   */
+  principal?: AdminPrincipalResolver;
 }
 
 /**
  * Builds the admin controller for a path and guards:
- * - `GET    <path>/outbox?status=&partitionKey=&afterSeq=&limit=` messages in sequence order
+ * - `GET    <path>/overview` outbox counts, oldest pending age, sent per minute; inbox per consumer
+ * - `GET    <path>/inbox?consumer=&status=&limit=` inbox records, newest first
+ * - `GET    <path>/outbox?status=&partitionKey=&afterSeq=&limit=&order=` messages in sequence order
+ *   (`order=newest`: newest first)
  * - `GET    <path>/outbox/:id` one message
  * - `POST   <path>/outbox/:id/requeue` dead or sent → pending (attempts reset)
  * - `POST   <path>/outbox/requeue-dead` every dead message → pending
@@ -114,38 +159,78 @@ export interface AdminControllerOptions {
  * - `GET    <path>/idempotency?scope=&key=` (or `method=&route=&tenant=&principal=&key=`) inspect a key
  * - `DELETE <path>/idempotency?scope=&key=` evict a key
  * Errors are problem+json. The routes change production data: protect them with `guards`.
+ * Actions (POST, DELETE) sent by a browser from another site are refused (403), and each action
+ * is logged (`admin.*` events, context `IdempotencyAdmin`) with the operator's principal.
  */
 export function createAdminController(options: AdminControllerOptions = {}): Type<unknown> {
   const guards = options.guards ?? [];
+  const sameOrigin = new AdminSameOriginGuard(options.trustedOrigins ?? []);
+  const principalOf = options.principal ?? defaultAdminPrincipal;
 
   @Controller(options.path ?? 'admin')
   @UseGuards(...guards)
   @UseFilters(new ProblemDetailsFilter())
   class IdempotencyAdminController {
-    constructor(@Inject(IdempotencyAdminService) private readonly admin: IdempotencyAdminService) {}
+    private readonly logger: LibraryLogger;
+
+    constructor(
+      @Inject(IdempotencyAdminService) private readonly admin: IdempotencyAdminService,
+      @Inject(IDEMPOTENCY_OPTIONS) options: ResolvedIdempotencyOptions,
+    ) {
+      this.logger = new LibraryLogger(options.logger, 'IdempotencyAdmin');
+    }
+
+    /** One log line per action, with who did it (null when the guards say nothing). */
+    private audit(event: string, req: unknown, fields: object): void {
+      this.logger.event('log', event, { ...fields, principal: principalOf(req) ?? null });
+    }
+
+    @Get('overview')
+    overview(): Promise<AdminOverview> {
+      return this.admin.overview();
+    }
+
+    @Get('inbox')
+    listInbox(@Query() q: Record<string, unknown>): Promise<InboxEntry[]> {
+      return this.admin.listInbox({
+        consumer: consumerParam(single(q.consumer, 'consumer')),
+        status: inboxStatusParam(single(q.status, 'status')),
+        limit: limitParam(single(q.limit, 'limit')),
+      });
+    }
 
     @Get('outbox')
     listOutbox(@Query() q: Record<string, unknown>): Promise<OutboxEntry[]> {
       const afterSeq = single(q.afterSeq, 'afterSeq');
       if (afterSeq !== undefined && !/^\d{1,19}$/.test(afterSeq))
         throw badRequest('afterSeq must be a sequence number.');
+      const order = single(q.order, 'order');
+      if (order !== undefined && order !== 'oldest' && order !== 'newest')
+        throw badRequest(ADMIN_BAD_ORDER(order));
       return this.admin.listOutbox({
         status: statusParam(single(q.status, 'status')),
         partitionKey: single(q.partitionKey, 'partitionKey'),
         afterSeq,
+        newestFirst: order === 'newest',
         limit: limitParam(single(q.limit, 'limit')),
       });
     }
 
     @Post('outbox/requeue-dead')
+    @UseGuards(sameOrigin)
     @HttpCode(200)
-    async requeueDead(): Promise<{ requeued: number }> {
-      return { requeued: await this.admin.requeueAllDead() };
+    async requeueDead(@Req() req: unknown): Promise<{ requeued: number }> {
+      const requeued = await this.admin.requeueAllDead();
+      this.audit('admin.outbox.dead-requeued', req, { count: requeued });
+      return { requeued };
     }
 
     @Delete('outbox/dead')
-    async purgeDead(): Promise<{ purged: number }> {
-      return { purged: await this.admin.purgeAllDead() };
+    @UseGuards(sameOrigin)
+    async purgeDead(@Req() req: unknown): Promise<{ purged: number }> {
+      const purged = await this.admin.purgeAllDead();
+      this.audit('admin.outbox.dead-purged', req, { count: purged });
+      return { purged };
     }
 
     @Get('outbox/:id')
@@ -156,20 +241,24 @@ export function createAdminController(options: AdminControllerOptions = {}): Typ
     }
 
     @Post('outbox/:id/requeue')
+    @UseGuards(sameOrigin)
     @HttpCode(200)
-    async requeue(@Param('id') id: string): Promise<OutboxEntry> {
+    async requeue(@Param('id') id: string, @Req() req: unknown): Promise<OutboxEntry> {
       const r = await this.admin.requeueOutboxMessage(messageId(id));
       if (r.outcome === 'not-found') throw notFound(ADMIN_MESSAGE_NOT_FOUND(id));
       if (r.outcome === 'not-requeueable') throw conflict(ADMIN_NOT_REQUEUEABLE(id, r.status));
+      this.audit('admin.outbox.requeued', req, { messageId: id });
       return r.message;
     }
 
     @Delete('outbox/:id')
+    @UseGuards(sameOrigin)
     @HttpCode(204)
-    async purge(@Param('id') id: string): Promise<void> {
+    async purge(@Param('id') id: string, @Req() req: unknown): Promise<void> {
       const r = await this.admin.purgeDeadMessage(messageId(id));
       if (r.outcome === 'not-found') throw notFound(ADMIN_MESSAGE_NOT_FOUND(id));
       if (r.outcome === 'not-purgeable') throw conflict(ADMIN_NOT_PURGEABLE(id, r.status));
+      this.audit('admin.outbox.purged', req, { messageId: id });
     }
 
     @Get('idempotency')
@@ -180,10 +269,15 @@ export function createAdminController(options: AdminControllerOptions = {}): Typ
     }
 
     @Delete('idempotency')
+    @UseGuards(sameOrigin)
     @HttpCode(204)
-    async evictKey(@Query() q: Record<string, unknown>): Promise<void> {
-      const evicted = await this.admin.evictIdempotencyKey(scopeParam(q), keyParam(q));
+    async evictKey(@Query() q: Record<string, unknown>, @Req() req: unknown): Promise<void> {
+      const scope = scopeParam(q);
+      const key = keyParam(q);
+      const evicted = await this.admin.evictIdempotencyKey(scope, key);
       if (!evicted) throw notFound(ADMIN_KEY_NOT_FOUND);
+      const s = scopeOf(scope);
+      this.audit('admin.idempotency.evicted', req, { scope: s, keyHash: keyHashOf(s, key) });
     }
   }
   return IdempotencyAdminController;

@@ -7,10 +7,46 @@ import {
   type OutboxEntry,
   type OutboxListFilter,
 } from '../outbox/outbox-admin.service';
-import type { OutboxStatus } from '../persistence/dialects';
+import type { InboxRow, InboxStatus, OutboxStatus } from '../persistence/dialects';
 
 /** Statuses an outbox message can have. */
 export const OUTBOX_STATUSES: readonly OutboxStatus[] = ['pending', 'sent', 'dead'];
+
+/** Statuses an inbox record can have. */
+export const INBOX_STATUSES: readonly InboxStatus[] = ['processed', 'retrying', 'failed'];
+
+/** Minutes the overview's sent-per-minute series covers. */
+export const THROUGHPUT_MINUTES = 15;
+
+/** An inbox record as the admin API shows it. */
+export type InboxEntry = InboxRow;
+
+export interface InboxListFilter {
+  consumer?: string;
+  status?: InboxStatus;
+  /** At most this many (default 50, at most 1000). */
+  limit?: number;
+}
+
+/** One consumer's inbox records by status. */
+export interface InboxConsumerSummary {
+  consumer: string;
+  processed: number;
+  retrying: number;
+  failed: number;
+}
+
+/** What the console's first screen shows, in one read. */
+export interface AdminOverview {
+  outbox: {
+    counts: Record<OutboxStatus, number>;
+    /** Age of the oldest pending message on the database clock, in ms (0 when none). */
+    oldestPendingAgeMs: number;
+    /** Messages marked sent per minute, newest minute first (index 0: the last 60 seconds). */
+    sentPerMinute: number[];
+  };
+  inbox: { consumers: InboxConsumerSummary[] };
+}
 
 /** `requeued`: pending again, attempts reset, due now (the relay of this process is woken). */
 export type RequeueResult =
@@ -53,6 +89,12 @@ export interface IdempotencyKeyView {
   expired: boolean;
   /** Milliseconds left on a started record's lease. */
   leaseRemainingMs: number;
+  /** When the record was written (reserved), on the database clock. */
+  createdAt: Date | null;
+  /** When the answer was stored; null while started. */
+  completedAt: Date | null;
+  /** When the record stops counting (and cleanup deletes it). */
+  expiresAt: Date | null;
 }
 
 /**
@@ -116,6 +158,7 @@ export class IdempotencyAdminService {
     const s = scopeOf(scope);
     const row = await this.store.findIdempotencyRecord(s, key);
     if (!row) return undefined;
+    const times = await this.store.idempotencyTimes(s, key);
     return {
       scope: s,
       keyHash: keyHashOf(s, key),
@@ -125,6 +168,9 @@ export class IdempotencyAdminService {
       responseBodyBytes: row.responseBody?.length ?? 0,
       expired: row.expired,
       leaseRemainingMs: row.leaseRemainingMs,
+      createdAt: times?.createdAt ?? null,
+      completedAt: times?.completedAt ?? null,
+      expiresAt: times?.expiresAt ?? null,
     };
   }
 
@@ -132,6 +178,45 @@ export class IdempotencyAdminService {
   async evictIdempotencyKey(scope: IdempotencyScopeRef, key: string): Promise<boolean> {
     const n = await this.store.evictIdempotencyRecord(scopeOf(scope), key);
     return n > 0;
+  }
+
+  /** Inbox records, newest received first, by consumer and/or status. */
+  listInbox(filter: InboxListFilter = {}): Promise<InboxEntry[]> {
+    const limit = Math.min(1000, Math.max(1, Math.floor(filter.limit ?? 50)));
+    return this.store.listInbox({ consumer: filter.consumer, status: filter.status, limit });
+  }
+
+  /**
+   * Outbox counts by status, the oldest pending message's age and messages sent per minute over
+   * the last {@link THROUGHPUT_MINUTES} minutes; inbox records per consumer and status. Full
+   * counts: for admin pages, not hot paths.
+   */
+  async overview(): Promise<AdminOverview> {
+    const [counts, health, perMinute, inbox] = await Promise.all([
+      this.outbox.counts(),
+      this.store.outboxHealth(),
+      this.store.outboxSentPerMinute(THROUGHPUT_MINUTES),
+      this.store.inboxCounts(),
+    ]);
+    const sentPerMinute = new Array<number>(THROUGHPUT_MINUTES).fill(0);
+    for (const b of perMinute)
+      if (b.minutesAgo >= 0 && b.minutesAgo < THROUGHPUT_MINUTES)
+        sentPerMinute[b.minutesAgo] += b.sent;
+    const consumers = new Map<string, InboxConsumerSummary>();
+    for (const c of inbox) {
+      const entry = consumers.get(c.consumer) ?? {
+        consumer: c.consumer,
+        processed: 0,
+        retrying: 0,
+        failed: 0,
+      };
+      if (c.status in entry) entry[c.status] += c.count;
+      consumers.set(c.consumer, entry);
+    }
+    return {
+      outbox: { counts, oldestPendingAgeMs: health.oldestPendingAgeMs, sentPerMinute },
+      inbox: { consumers: [...consumers.values()] },
+    };
   }
 
   private async forEachDeadPage(fn: (ids: string[]) => Promise<number>): Promise<number> {

@@ -38,3 +38,18 @@ export const ADMIN_NOT_PURGEABLE = (id: string, status: string) =>
 export const ADMIN_MISSING_PARAM = (name: string) => `The query parameter "${name}" is required.`;
 
 export const ADMIN_KEY_NOT_FOUND = 'No idempotency record for this scope and key.';
+
+export const ADMIN_BAD_INBOX_STATUS = (value: string, allowed: readonly string[]) =>
+  `status must be one of ${allowed.join(', ')}; got "${value}".`;
+
+export const ADMIN_BAD_CONSUMER = 'consumer must be 1 to 200 characters.';
+
+export const ADMIN_CROSS_SITE = (origin: string) =>
+  `Refused: this request changes data and came from another site (${origin}). Admin actions are accepted from the same origin only (see the trustedOrigins option).`;
+
+export const ADMIN_CONSOLE_UNGUARDED =
+  'The admin console (console: true) is mounted without a guard while NODE_ENV=production. ' +
+  'Protect it as you protect the admin API: IdempotencyAdminModule.register({ guards: [YourAdminGuard], console: true }). ' +
+  'If a proxy in front of the app already authenticates these routes, say so explicitly: console: { allowUnguarded: true }.';
+
+export const ADMIN_BAD_ORDER = (value: string) => `order must be oldest or newest; got "${value}".`;

@@ -1,5 +1,14 @@
 import { Injectable } from '@nestjs/common';
-import type { CleanupSql, IdempotencyRow, OutboxHealthRow } from '../persistence/dialects';
+import type {
+  CleanupSql,
+  IdempotencyRecordTimes,
+  IdempotencyRow,
+  InboxListParams,
+  InboxRow,
+  InboxStatusCount,
+  OutboxHealthRow,
+  OutboxSentPerMinute,
+} from '../persistence/dialects';
 import { DatabaseService } from '../persistence/database.service';
 import type { SqlExecutor } from '../persistence/sql-executor';
 
@@ -44,5 +53,25 @@ export class MaintenanceStore {
   /** Deletes an idempotency record by scope and key (admin eviction); how many rows went. */
   evictIdempotencyRecord(scope: string, key: string): Promise<number> {
     return this.db.dialect.idempotency.evict(this.db.autocommit(), scope, key);
+  }
+
+  /** Created, completed and expiry times of an idempotency record (admin inspection). */
+  idempotencyTimes(scope: string, key: string): Promise<IdempotencyRecordTimes | undefined> {
+    return this.db.dialect.console.idempotencyTimes(this.db.autocommit(), scope, key);
+  }
+
+  /** Inbox records, newest received first (admin console). */
+  listInbox(p: InboxListParams): Promise<InboxRow[]> {
+    return this.db.dialect.console.inboxList(this.db.autocommit(), p);
+  }
+
+  /** Inbox records per consumer and status (admin console). */
+  inboxCounts(): Promise<InboxStatusCount[]> {
+    return this.db.dialect.console.inboxCounts(this.db.autocommit());
+  }
+
+  /** Outbox messages sent per minute over the last `minutes` minutes (admin console). */
+  outboxSentPerMinute(minutes: number): Promise<OutboxSentPerMinute[]> {
+    return this.db.dialect.console.outboxSentPerMinute(this.db.autocommit(), minutes);
   }
 }

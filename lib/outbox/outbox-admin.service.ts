@@ -30,6 +30,8 @@ export interface OutboxListFilter {
   afterSeq?: string;
   /** At most this many (default 100, at most 1000). */
   limit?: number;
+  /** Newest first (the console's "recent messages"); default oldest first. */
+  newestFirst?: boolean;
 }
 
 /**
@@ -51,6 +53,7 @@ export class OutboxAdminService {
       status: filter.status,
       partitionKey: filter.partitionKey,
       afterSeq: filter.afterSeq,
+      newestFirst: filter.newestFirst,
       limit,
     });
     return rows.map(toEntry);

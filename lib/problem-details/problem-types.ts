@@ -26,6 +26,7 @@ export const PROBLEM_TYPES = {
   adminInvalidRequest: 'urn:nestjs-exactly-once:problem:admin-invalid-request',
   adminNotFound: 'urn:nestjs-exactly-once:problem:admin-not-found',
   adminConflict: 'urn:nestjs-exactly-once:problem:admin-conflict',
+  adminCrossSite: 'urn:nestjs-exactly-once:problem:admin-cross-site-request',
 } as const;
 
 const RETRYABLE_TYPES: ReadonlySet<string> = new Set([

@@ -6,11 +6,16 @@ import { MetricsController } from './metrics.controller';
 
 /**
  * Operations endpoints of the sample app: `GET /health` (terminus + the library's indicator),
- * `GET /metrics` (Prometheus text), and the library's admin API under `/admin`. The sample app
- * leaves /admin open for demonstration; a real app passes `guards` to protect it.
+ * `GET /metrics` (Prometheus text), the library's admin API under `/admin` and its operator's
+ * console at `/admin/console`. The sample app leaves /admin open for demonstration; a real app
+ * passes `guards` to protect it. Unguarded, the console refuses to start with
+ * NODE_ENV=production (the boot error names the fix), and so does the sample app.
  */
 @Module({
-  imports: [TerminusModule.forRoot(), IdempotencyAdminModule.register({ path: 'admin' })],
+  imports: [
+    TerminusModule.forRoot(),
+    IdempotencyAdminModule.register({ path: 'admin', console: true }),
+  ],
   controllers: [HealthController, MetricsController],
 })
 export class OpsModule {}

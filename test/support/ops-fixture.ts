@@ -9,6 +9,7 @@ import {
   getIdempotencyEntities,
   getIdempotencyMigrations,
   Idempotent,
+  type AdminModuleOptions,
   IdempotencyAdminModule,
   IdempotencyModule,
   type IdempotencyModuleOptions,
@@ -45,7 +46,7 @@ class ThingsController {
 export async function startOpsApp(
   dbUrl: string,
   options: IdempotencyModuleOptions | (() => Promise<IdempotencyModuleOptions>),
-  extra: { controllers?: Array<new (...args: any[]) => unknown> } = {},
+  extra: { controllers?: Array<new (...args: any[]) => unknown>; admin?: AdminModuleOptions } = {},
 ): Promise<INestApplication> {
   const db = databaseOptionsFromUrl(dbUrl);
   @Module({
@@ -72,7 +73,7 @@ export async function startOpsApp(
             useFactory: async () => ({ logger: false, ...(await options()) }),
           })
         : IdempotencyModule.forRoot({ logger: false, ...options }),
-      IdempotencyAdminModule.register({ path: 'admin' }),
+      IdempotencyAdminModule.register({ path: 'admin', ...extra.admin }),
     ],
     controllers: [ThingsController, ...(extra.controllers ?? [])],
   })

@@ -1,5 +1,6 @@
 import type { CleanupSql } from './contracts/cleanup.contract';
 import type { ConditionalSql } from './contracts/conditional.contract';
+import type { ConsoleSql } from './contracts/console.contract';
 import type { HealthSql } from './contracts/health.contract';
 import type { IdempotencySql } from './contracts/idempotency.contract';
 import type { InboxSql } from './contracts/inbox.contract';
@@ -41,6 +42,7 @@ export interface Dialect {
   readonly cleanup: CleanupSql;
   readonly health: HealthSql;
   readonly outbox: OutboxSql;
+  readonly console: ConsoleSql;
 }
 
 /** Table names as configured (bare) and as used in SQL (schema-qualified, quoted). */

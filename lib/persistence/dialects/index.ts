@@ -8,6 +8,7 @@ import { createSqliteDialect } from './sqlite';
 export * from './dialect';
 export * from './contracts/cleanup.contract';
 export * from './contracts/conditional.contract';
+export * from './contracts/console.contract';
 export * from './contracts/health.contract';
 export * from './contracts/idempotency.contract';
 export * from './contracts/inbox.contract';

@@ -69,6 +69,8 @@ export interface OutboxListParams {
   partitionKey?: string;
   /** Only rows with a greater sequence (keyset paging). */
   afterSeq?: string;
+  /** Newest (highest sequence) first instead of oldest first. */
+  newestFirst?: boolean;
   limit: number;
 }
 

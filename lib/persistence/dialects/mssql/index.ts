@@ -2,6 +2,7 @@ import type { Dialect, TableNaming } from '../dialect';
 import { assembleDialect } from '../dialect';
 import { mssqlCleanupSql } from './cleanup.sql';
 import { mssqlConditionalSql } from './conditional.sql';
+import { mssqlConsoleSql } from './console.sql';
 import { mssqlHealthSql } from './health.sql';
 import { mssqlIdempotencySql } from './idempotency.sql';
 import { mssqlInboxSql } from './inbox.sql';
@@ -23,6 +24,7 @@ export function createMssqlDialect(naming: TableNaming): Dialect {
       cleanup: mssqlCleanupSql(tables),
       health: mssqlHealthSql(tables),
       outbox: mssqlOutboxSql(tables),
+      console: mssqlConsoleSql(tables),
     }),
   });
 }

@@ -128,7 +128,7 @@ export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
       const { rows } = await exec(
         `SELECT TOP (${Math.max(1, Math.floor(p.limit))}) ${OUTBOX_COLUMNS} FROM ${T}
           ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-          ORDER BY seq`,
+          ORDER BY seq${p.newestFirst ? ' DESC' : ''}`,
         params,
       );
       return rows.map(mapOutboxRow);

@@ -1,11 +1,12 @@
 import type { Dialect, TableNaming } from '../dialect';
 import { assembleDialect } from '../dialect';
+import { portableConsoleSql } from '../portable/console.sql';
 import { portableHealthSql } from '../portable/health.sql';
 import { mysqlCleanupSql } from './cleanup.sql';
 import { mysqlConditionalSql } from './conditional.sql';
 import { mysqlIdempotencySql } from './idempotency.sql';
 import { mysqlInboxSql } from './inbox.sql';
-import { quoteMysql } from './mysql.helpers';
+import { quoteMysql, mysqlShiftMs, MYSQL_STYLE } from './mysql.helpers';
 import { mysqlOutboxSql } from './outbox.sql';
 import { mysqlSchema } from './schema.sql';
 
@@ -26,6 +27,10 @@ export function createMysqlDialect(naming: TableNaming, isMariaDb: boolean): Dia
         (c) => `TIMESTAMPDIFF(MICROSECOND, ${c}, UTC_TIMESTAMP(3)) DIV 1000`,
       ),
       outbox: mysqlOutboxSql(tables),
+      console: portableConsoleSql(tables, MYSQL_STYLE, {
+        minutesAgo: (c) => `TIMESTAMPDIFF(MINUTE, ${c}, UTC_TIMESTAMP(3))`,
+        ago: (m) => mysqlShiftMs('DATE_SUB', m),
+      }),
     }),
   });
 }

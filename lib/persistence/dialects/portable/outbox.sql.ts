@@ -95,7 +95,7 @@ export function portableOutboxSql(T: string, o: PortableOutboxOptions): Portable
       if (p.afterSeq !== undefined) add('seq >', o.seq(p.afterSeq));
       const { rows } = await exec(
         `SELECT ${OUTBOX_COLUMNS} FROM ${T} ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-          ORDER BY seq LIMIT ${Math.max(1, Math.floor(p.limit))}`,
+          ORDER BY seq${p.newestFirst ? ' DESC' : ''} LIMIT ${Math.max(1, Math.floor(p.limit))}`,
         params,
       );
       return rows.map(mapOutboxRow);

@@ -1,12 +1,13 @@
 import type { Dialect, TableNaming } from '../dialect';
 import { assembleDialect } from '../dialect';
+import { portableConsoleSql } from '../portable/console.sql';
 import { portableHealthSql } from '../portable/health.sql';
 import { postgresCleanupSql } from './cleanup.sql';
 import { postgresConditionalSql } from './conditional.sql';
 import { postgresIdempotencySql } from './idempotency.sql';
 import { postgresInboxSql } from './inbox.sql';
 import { postgresOutboxSql } from './outbox.sql';
-import { quotePostgres } from './postgres.helpers';
+import { quotePostgres, pgShiftMs, POSTGRES_STYLE } from './postgres.helpers';
 import { postgresSchema } from './schema.sql';
 
 export function createPostgresDialect(naming: TableNaming): Dialect {
@@ -26,6 +27,10 @@ export function createPostgresDialect(naming: TableNaming): Dialect {
         (c) => `CEIL(EXTRACT(EPOCH FROM (statement_timestamp() - ${c})) * 1000)::bigint`,
       ),
       outbox: postgresOutboxSql(tables),
+      console: portableConsoleSql(tables, POSTGRES_STYLE, {
+        minutesAgo: (c) => `FLOOR(EXTRACT(EPOCH FROM (statement_timestamp() - ${c})) / 60)::int`,
+        ago: (m) => pgShiftMs(m, '-'),
+      }),
     }),
   });
 }

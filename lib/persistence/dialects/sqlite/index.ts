@@ -1,5 +1,6 @@
 import type { Dialect, TableNaming } from '../dialect';
 import { assembleDialect } from '../dialect';
+import { portableConsoleSql } from '../portable/console.sql';
 import { portableHealthSql } from '../portable/health.sql';
 import { sqliteCleanupSql } from './cleanup.sql';
 import { sqliteConditionalSql } from './conditional.sql';
@@ -7,7 +8,7 @@ import { sqliteIdempotencySql } from './idempotency.sql';
 import { sqliteInboxSql } from './inbox.sql';
 import { sqliteOutboxSql } from './outbox.sql';
 import { sqliteSchema } from './schema.sql';
-import { quoteSqlite } from './sqlite.helpers';
+import { quoteSqlite, sqliteAgo, SQLITE_STYLE } from './sqlite.helpers';
 
 export function createSqliteDialect(naming: TableNaming): Dialect {
   return assembleDialect(naming, {
@@ -27,6 +28,10 @@ export function createSqliteDialect(naming: TableNaming): Dialect {
         (c) => `CAST((julianday('now') - julianday(${c})) * 86400000 AS INTEGER)`,
       ),
       outbox: sqliteOutboxSql(tables),
+      console: portableConsoleSql(tables, SQLITE_STYLE, {
+        minutesAgo: (c) => `CAST((julianday('now') - julianday(${c})) * 1440 AS INTEGER)`,
+        ago: (m) => sqliteAgo(m),
+      }),
     }),
   });
 }

@@ -1,0 +1,63 @@
+import type { ConsoleSql } from '../contracts/console.contract';
+import type { QuotedTables } from '../dialect';
+import { INBOX_COLUMNS, inboxStatusCounts, recordTimes } from '../portable/console.sql';
+import { Binder } from '../portable/sql-style';
+import { mapInboxRow, num } from '../row-mappers';
+import { compact, MSSQL_STYLE } from './mssql.helpers';
+
+/**
+ * SQL Server (and Babelfish) reads of the console. The figures (counts per consumer, messages
+ * sent per minute) read WITH (NOLOCK), as the health read does: a figure may be a moment off, but
+ * it never waits behind (or blocks) a relay's claim or a consumer's open transaction. The rows an
+ * operator acts on (the inbox list, a key's times) are read under READ COMMITTED: they may wait
+ * for a transaction in flight on the same rows, and then show what it committed. The minute of a
+ * sent row is DATEDIFF in seconds / 60 (DATEDIFF(minute, …) counts minute boundaries crossed, not
+ * minutes elapsed); @now is read once so the filter and the bucket agree.
+ */
+export function mssqlConsoleSql(t: QuotedTables): ConsoleSql {
+  const sentPerMinute = compact(
+    `DECLARE @now DATETIME2(3) = SYSUTCDATETIME();
+     SELECT m AS minutes_ago, COUNT_BIG(*) AS sent
+       FROM (SELECT DATEDIFF(second, sent_at, @now) / 60 AS m
+               FROM ${t.outbox} WITH (NOLOCK)
+              WHERE status = 'sent' AND sent_at >= DATEADD(second, -CAST(@0 / 1000 AS INT), @now)) AS s
+      GROUP BY m`,
+  );
+  const counts = compact(
+    `SELECT consumer, status, COUNT_BIG(*) AS n FROM ${t.inbox} WITH (NOLOCK)
+      GROUP BY consumer, status ORDER BY consumer`,
+  );
+  const times = compact(
+    `SELECT created_at, completed_at, expires_at FROM ${t.idempotency}
+      WHERE scope = @0 AND idempotency_key = @1`,
+  );
+  return {
+    async inboxList(exec, p) {
+      const b = new Binder(MSSQL_STYLE);
+      const where: string[] = [];
+      if (p.consumer !== undefined) where.push(`consumer = ${b.add(p.consumer)}`);
+      if (p.status !== undefined) where.push(`status = ${b.add(p.status)}`);
+      const { rows } = await exec(
+        compact(
+          `SELECT TOP (${Math.max(1, Math.floor(p.limit))}) ${INBOX_COLUMNS} FROM ${t.inbox}
+            ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+            ORDER BY received_at DESC`,
+        ),
+        b.values,
+      );
+      return rows.map(mapInboxRow);
+    },
+    async inboxCounts(exec) {
+      const { rows } = await exec(counts);
+      return inboxStatusCounts(rows);
+    },
+    async outboxSentPerMinute(exec, minutes) {
+      const { rows } = await exec(sentPerMinute, [Math.floor(minutes) * 60_000]);
+      return rows.map((r) => ({ minutesAgo: num(r.minutes_ago), sent: num(r.sent) }));
+    },
+    async idempotencyTimes(exec, scope, key) {
+      const { rows } = await exec(times, [scope, key]);
+      return recordTimes(rows[0]);
+    },
+  };
+}
