@@ -171,7 +171,20 @@ describe.each<Transport>(['embedded', 'rabbitmq', 'nats'])(
         const lines: string[] = [];
         const walk = (p: string | undefined, d: number) => {
           for (const s of byParent.get(p) ?? []) {
-            lines.push(`${'  '.repeat(d)}${s.name} (${s.spanId})`);
+            const shown = [
+              'idempotency.outcome',
+              'idempotency.mode',
+              'idempotency.key_hash',
+              'messaging.system',
+              'messaging.message.id',
+              'outbox.attempt',
+              'inbox.outcome',
+              'inbox.attempts',
+            ]
+              .filter((k) => attr(s, k) !== undefined)
+              .map((k) => `${k}=${String(attr(s, k))}`);
+            if (s.status?.code === 2) shown.push('status=ERROR');
+            lines.push(`${'  '.repeat(d)}${s.name} (${s.spanId}) ${shown.join(' ')}`);
             walk(s.spanId, d + 1);
           }
         };

@@ -4,6 +4,7 @@ import {
   InMemorySpanExporter,
   type ReadableSpan,
   SimpleSpanProcessor,
+  type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -21,7 +22,17 @@ import { parentIdOf, renderTrace } from '../support/span-tree';
  * no key and no payload in any attribute.
  */
 const exporter = new InMemorySpanExporter();
-const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+/** Spans as they start (the in-memory exporter sees them only when they end). */
+const started: Array<{ traceId: string; name: string }> = [];
+const onStart: SpanProcessor = {
+  onStart: (s) => started.push({ traceId: s.spanContext().traceId, name: s.name }),
+  onEnd: () => undefined,
+  forceFlush: async () => undefined,
+  shutdown: async () => undefined,
+};
+const provider = new NodeTracerProvider({
+  spanProcessors: [new SimpleSpanProcessor(exporter), onStart],
+});
 
 beforeAll(() => provider.register());
 afterAll(async () => {
@@ -81,6 +92,56 @@ describe.each(cases)('tracing across the outbox on %s, %s transport', (kind, tra
       body: JSON.stringify({ amount: 42.5, currency: 'EUR', customerId }),
     });
 
+  it('a key reused with another body shows as mismatch, a concurrent retry as in_progress', async () => {
+    const key = `trace-key-${randomUUID()}`;
+    const slowTrace = hex(16);
+    const slow = fetch(`${url}/payments`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'idempotency-key': key,
+        'x-demo-delay-ms': '1500',
+        traceparent: `00-${slowTrace}-${hex(8)}-01`,
+      },
+      body: JSON.stringify({ amount: 7, currency: 'EUR', customerId: 'trace-slow' }),
+    });
+    // The first request holds the key when the retry comes: its handler has added the outbox
+    // event (the `create` span started) and sleeps 1.5 s before its transaction commits.
+    await eventually('the first request runs its handler', () =>
+      started.some((s) => s.traceId === slowTrace && s.name === 'create payment.captured'),
+    );
+    const retryTrace = hex(16);
+    const retry = await fetch(`${url}/payments`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'idempotency-key': key,
+        traceparent: `00-${retryTrace}-${hex(8)}-01`,
+      },
+      body: JSON.stringify({ amount: 7, currency: 'EUR', customerId: 'trace-slow' }),
+    });
+    expect((await slow).status).toBe(201);
+    const mismatchTrace = hex(16);
+    const other = await post(key, `00-${mismatchTrace}-${hex(8)}-01`, 'trace-other-customer');
+    expect(other.status).toBe(422);
+    const gateOf = (t: string) =>
+      eventually(
+        `the gate span of trace ${t}`,
+        () => byName(spansOf(t), 'idempotency POST /payments')[0],
+      );
+    expect((await gateOf(mismatchTrace)).attributes['idempotency.outcome']).toBe('mismatch');
+    expect((await gateOf(slowTrace)).attributes['idempotency.outcome']).toBe('created');
+    // On the shared Babelfish stand-in for SQL Server the retry was seen to wait for the first
+    // request and get its replay (201) instead of a 409; the span must then say `replayed`.
+    if (kind !== 'mssql') expect(retry.status).toBe(409);
+    const outcome = retry.status === 409 ? 'in_progress' : 'replayed';
+    expect((await gateOf(retryTrace)).attributes).toMatchObject({
+      'idempotency.outcome': outcome,
+      'idempotency.replayed': outcome === 'replayed',
+      'http.response.status_code': retry.status,
+    });
+  });
+
   it('one trace from the client traceparent to the ledger consumer; a replay shows as replayed; a redelivery as a skipped duplicate; no key or payload in attributes', async () => {
     const traceId = hex(16);
     const clientSpanId = hex(8);
@@ -99,6 +160,11 @@ describe.each(cases)('tracing across the outbox on %s, %s transport', (kind, tra
       byName(spansOf(traceId), 'process payment.captured').find(
         (s) => s.attributes['inbox.outcome'] === 'processed',
       ),
+    );
+    // The publish span ends once the broker has confirmed: on the embedded transport (and
+    // NATS, after its flush) that may be after the consumer's span.
+    await eventually('the publish span is exported', () =>
+      byName(spansOf(traceId), 'send payment.captured').length > 0 ? true : undefined,
     );
     const spans = spansOf(traceId);
 
