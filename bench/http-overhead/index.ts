@@ -363,6 +363,8 @@ async function benchDatabase(
     const version = await serverVersion(kind, admin);
     ctx.log(`${kind}: server pid ${server.pid} on ${url}; sanity checks`);
     await sanityCheck(url);
+    // The traced server gets the same warm-up (sanity checks, replay keys through it) as the first.
+    if (traced) await sanityCheck(traced.url);
     const runId = randomBytes(4).toString('hex');
     let seq = 0;
     const fresh = () => ({ 'idempotency-key': `${runId}-${(seq++).toString(36)}` });
@@ -370,7 +372,7 @@ async function benchDatabase(
     for (const s of scenarios.filter((x) => x.keys === 'replay')) {
       ctx.log(`${kind}: completing ${params.replayKeys} keys for ${s.id}`);
       replayPools[s.id] = await completeKeys(
-        url,
+        s.tracing ? traced!.url : url,
         s.path,
         params.replayKeys,
         () => fresh()['idempotency-key'],
