@@ -13,7 +13,9 @@ import { AppModule } from './app.module';
 import { connectMessaging } from './messaging/messaging.microservice';
 import { brokerConfigFromEnv, describeBroker } from './messaging/broker.config';
 import { setupDocs } from './ops/docs';
+import { HttpTracingInterceptor } from './ops/http-tracing.interceptor';
 import { installTelemetry } from './ops/telemetry';
+import { installTracing } from './ops/tracing';
 
 /** Builds the sample app on Express (default) or Fastify (HTTP_PLATFORM=fastify). */
 export async function createSampleApp(
@@ -24,6 +26,8 @@ export async function createSampleApp(
   const logger = options.logger ?? appLogger();
   // The OpenTelemetry SDK goes first: the library makes its instruments when the app is created.
   installTelemetry();
+  // Traces only when OTEL_TRACES_EXPORTER says so (see ops/tracing.ts).
+  installTracing();
   const module = AppModule.register({ dbUrl: options.dbUrl });
   const app =
     platform === 'fastify'
@@ -34,6 +38,8 @@ export async function createSampleApp(
       : await NestFactory.create(module, { rawBody: true, logger, bodyParser: true });
   app.useGlobalPipes(new ValidationPipe({ whitelist: true, transform: true }));
   app.useGlobalFilters(new ProblemDetailsFilter());
+  // The HTTP server span, a child of the client's traceparent (a no-op without a tracing SDK).
+  app.useGlobalInterceptors(new HttpTracingInterceptor());
   app.enableShutdownHooks();
   setupDocs(app);
   // Consumers (@EventPattern) on the transport BROKER_URL chose: embedded, RabbitMQ or NATS.

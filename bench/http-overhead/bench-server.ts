@@ -3,14 +3,17 @@ import { ValidationPipe } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { ProblemDetailsFilter } from '../../lib';
+import { installBenchTracing } from '../support/bench-tracing';
 import { BenchAppModule } from './bench-app.module';
 
 /**
  * The server process of the http-overhead benchmark (never the load generator's process).
- * Env: DB_URL, PORT, HOST, BENCH_HTTP_PLATFORM (express | fastify). Set up like the sample app:
+ * Env: DB_URL, PORT, HOST, BENCH_HTTP_PLATFORM (express | fastify), BENCH_TRACING (on: tracing SDK). Set up like the sample app:
  * raw body kept for the fingerprint, global ValidationPipe and problem+json filter.
  */
 async function main() {
+  // BENCH_TRACING=on: the tracing SDK with a no-op exporter (the "tracing on" rows).
+  installBenchTracing();
   const dbUrl = process.env.DB_URL;
   if (!dbUrl) throw new Error('DB_URL is required');
   const module = BenchAppModule.register(dbUrl);

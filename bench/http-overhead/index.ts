@@ -35,6 +35,8 @@ interface Scenario {
   mode?: 'transactional' | 'leased';
   path: string;
   keys: 'fresh' | 'replay';
+  /** Served by a second server process with the tracing SDK (a no-op exporter). */
+  tracing?: boolean;
 }
 
 const SCENARIOS: Scenario[] = [
@@ -83,6 +85,24 @@ const SCENARIOS: Scenario[] = [
     mode: 'leased',
     path: '/bench/payments/leased',
     keys: 'replay',
+  },
+  {
+    id: 'first-transactional-traced',
+    label: '(b) first execution, transactional, tracing on',
+    group: 'b',
+    mode: 'transactional',
+    path: '/bench/payments/transactional',
+    keys: 'fresh',
+    tracing: true,
+  },
+  {
+    id: 'replay-transactional-traced',
+    label: '(c) replay, transactional, tracing on',
+    group: 'c',
+    mode: 'transactional',
+    path: '/bench/payments/transactional',
+    keys: 'replay',
+    tracing: true,
   },
 ];
 
@@ -308,12 +328,15 @@ async function benchDatabase(
   ctx.log(`${kind}: creating a scratch database`);
   const db = await createScratchDatabase(kind);
   let server: ServerProcess | undefined;
+  /** The same app with the tracing SDK and a no-op exporter, for the "tracing on" rows. */
+  let traced: ServerProcess | undefined;
   let admin: DataSource | undefined;
   let cleaned = false;
   const cleanup = async () => {
     if (cleaned) return;
     cleaned = true;
     await server?.stop();
+    await traced?.stop();
     if (admin?.isInitialized) await admin.destroy();
     await db.drop().catch((e) => ctx.log(`could not drop ${db.url}: ${(e as Error).message}`));
   };
@@ -330,11 +353,18 @@ async function benchDatabase(
           ]
         : [],
     });
+    if (scenarios.some((s) => s.tracing))
+      traced = await spawnServer({
+        script: join(__dirname, 'bench-server.js'),
+        env: { DB_URL: db.url, BENCH_HTTP_PLATFORM: params.platform, BENCH_TRACING: 'on' },
+      });
     const url = server.url;
     if (kind !== 'sqlite') admin = await openAdmin(kind);
     const version = await serverVersion(kind, admin);
     ctx.log(`${kind}: server pid ${server.pid} on ${url}; sanity checks`);
     await sanityCheck(url);
+    // The traced server gets the same warm-up (sanity checks, replay keys through it) as the first.
+    if (traced) await sanityCheck(traced.url);
     const runId = randomBytes(4).toString('hex');
     let seq = 0;
     const fresh = () => ({ 'idempotency-key': `${runId}-${(seq++).toString(36)}` });
@@ -342,7 +372,7 @@ async function benchDatabase(
     for (const s of scenarios.filter((x) => x.keys === 'replay')) {
       ctx.log(`${kind}: completing ${params.replayKeys} keys for ${s.id}`);
       replayPools[s.id] = await completeKeys(
-        url,
+        s.tracing ? traced!.url : url,
         s.path,
         params.replayKeys,
         () => fresh()['idempotency-key'],
@@ -375,13 +405,14 @@ async function benchDatabase(
       return Number(rows[0].d);
     };
     const slice = async (s: Scenario, seconds: number) => {
+      const target = s.tracing ? traced! : server!;
       const backendsBefore = await pids();
       const wal0 = await walLsn();
       const dbBefore = new Map(backendsBefore.map((p) => [p, cpuTimeMs([p])]));
-      await getJson(`${url}/bench/statements`); // reset the counters
-      const app0 = cpuTimeMs([server!.pid]);
+      await getJson(`${target.url}/bench/statements`); // reset the counters
+      const app0 = cpuTimeMs([target.pid]);
       const sample = await runLoad({
-        url,
+        url: target.url,
         path: s.path,
         connections: params.connections,
         durationSec: seconds,
@@ -389,9 +420,12 @@ async function benchDatabase(
         perRequestHeaders: headersFor(s),
         expectStatus: [201],
       });
-      const app1 = cpuTimeMs([server!.pid]);
+      const app1 = cpuTimeMs([target.pid]);
       const walBytes = await walSince(wal0);
-      const statements = (await getJson(`${url}/bench/statements`)) as Record<string, number>;
+      const statements = (await getJson(`${target.url}/bench/statements`)) as Record<
+        string,
+        number
+      >;
       let dbCpuMs = 0;
       for (const p of await pids()) dbCpuMs += cpuTimeMs([p]) - (dbBefore.get(p) ?? 0);
       return { sample, statements, appCpuMs: app1 - app0, dbCpuMs, walBytes };

@@ -204,7 +204,7 @@ async function throughput(
   kind: 'memory' | 'remote' | 'rabbitmq',
   n: number,
   p: Params,
-): Promise<{ one: DrainResult[]; two: DrainResult[] }> {
+): Promise<{ one: DrainResult[]; two: DrainResult[]; traced: DrainResult[] }> {
   const queue = `bench-outbox-${randomUUID()}`;
   const env = {
     DB_URL: dbUrl,
@@ -215,6 +215,10 @@ async function throughput(
     POLL_MS: '50',
   };
   const workers = [await startWorker(env), await startWorker(env)];
+  // In-memory publisher: a third relay with the tracing SDK (no-op exporter), one relay alone.
+  const tracedWorker =
+    kind === 'memory' ? await startWorker({ ...env, BENCH_TRACING: 'on' }) : undefined;
+  if (tracedWorker) workers.push(tracedWorker);
   let rabbit: amqp.ChannelModel | undefined;
   ctx.onCleanup(async () => {
     await Promise.all(workers.map((w) => w.stop()));
@@ -233,15 +237,18 @@ async function throughput(
   }
   const one: DrainResult[] = [];
   const two: DrainResult[] = [];
+  const traced: DrainResult[] = [];
+  const runs: Array<1 | 2 | 'traced'> = tracedWorker ? [1, 'traced', 2] : [1, 2];
   try {
     for (let round = 0; round < p.rounds; round++) {
-      for (const count of round % 2 === 0 ? [1, 2] : [2, 1]) {
+      for (const run of round % 2 === 0 ? runs : [...runs].reverse()) {
         await insertPending(ds, n, `bench.${kind}`);
         await ds.query('ANALYZE outbox_messages');
-        const r = await drain(ds, workers.slice(0, count), n, 120_000);
-        (count === 1 ? one : two).push(r);
+        const relays = run === 'traced' ? [tracedWorker!] : workers.slice(0, run);
+        const r = await drain(ds, relays, n, 120_000);
+        (run === 1 ? one : run === 2 ? two : traced).push(r);
         ctx.log(
-          `${kind} round ${round + 1}: ${count} relay(s) ${fmt(r.msgPerSec)} msg/s (${fmt(r.ms)} ms for ${n}, machine CPU ${fmt(r.machineBusyPct)} % busy)`,
+          `${kind} round ${round + 1}: ${run === 'traced' ? '1 relay, tracing on,' : `${run} relay(s)`} ${fmt(r.msgPerSec)} msg/s (${fmt(r.ms)} ms for ${n}, machine CPU ${fmt(r.machineBusyPct)} % busy)`,
         );
         if (rabbit) {
           const ch = await rabbit.createChannel();
@@ -253,7 +260,7 @@ async function throughput(
   } finally {
     await Promise.all(workers.map((w) => w.stop()));
   }
-  return { one, two };
+  return { one, two, traced };
 }
 
 async function latency(
@@ -341,7 +348,7 @@ const suite: BenchSuite = {
 
     const memory = await throughput(ctx, ds, scratch.url, 'memory', p.messages, p);
     const remote = await throughput(ctx, ds, scratch.url, 'remote', p.remoteMessages, p);
-    let rabbit: { one: DrainResult[]; two: DrainResult[] } | undefined;
+    let rabbit: { one: DrainResult[]; two: DrainResult[]; traced: DrainResult[] } | undefined;
     const notes: string[] = [];
     if (!p.skipRabbit) {
       try {
@@ -367,6 +374,7 @@ const suite: BenchSuite = {
         fmt(median(rs.map((r) => r.machineBusyPct))),
       ]);
     row('in-memory publisher, 1 relay', memory.one);
+    row('in-memory publisher, 1 relay, tracing on (SDK, no-op exporter)', memory.traced);
     row('in-memory publisher, 2 relays', memory.two);
     row(`in-memory publisher confirming after ${REMOTE_CONFIRM_MS} ms, 1 relay`, remote.one);
     row(`in-memory publisher confirming after ${REMOTE_CONFIRM_MS} ms, 2 relays`, remote.two);

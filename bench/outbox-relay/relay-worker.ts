@@ -8,6 +8,7 @@ import { ClientProxyPublisher, FunctionPublisher, OutboxRelay, OutboxService } f
 import type { OutboxMessage, OutboxPublisher } from '../../lib';
 import { DatabaseService } from '../../lib/persistence/database.service';
 import { executorFor } from '../../lib/persistence/sql-executor';
+import { installBenchTracing } from '../support/bench-tracing';
 import { RelayBenchModule } from './relay-bench.module';
 
 /**
@@ -74,6 +75,8 @@ function publisherFromEnv(): { publisher: OutboxPublisher; client?: ClientProxy 
 }
 
 async function main() {
+  // BENCH_TRACING=on: the tracing SDK with a no-op exporter (the "tracing on" rows).
+  installBenchTracing();
   const dbUrl = process.env.DB_URL;
   if (!dbUrl) throw new Error('DB_URL is required');
   const { publisher, client } = publisherFromEnv();

@@ -89,6 +89,7 @@ export class GateAnswers {
   /** Answers through Nest (the method-scoped exception filter writes it). */
   send(g: GuardedRequest, a: GateAnswer, subscriber: Subscriber<unknown>): void {
     this.emitFor(g, a);
+    this.trace(g, a);
     if (a.kind === 'replay') subscriber.error(new ReplayResponse(a.snapshot, g.replayHeaders));
     else subscriber.error(a.error);
   }
@@ -96,6 +97,7 @@ export class GateAnswers {
   /** Answers in place of what the handler wrote into the capture. */
   sendInto(g: GuardedRequest, a: GateAnswer, capture: ResponseCapture): void {
     this.emitFor(g, a);
+    this.trace(g, a);
     if (a.kind === 'replay') capture.replace(...replayAnswer(a.snapshot, g.replayHeaders));
     else capture.replace(...problemAnswer(a.error, requestPath(g.req)));
   }
@@ -105,8 +107,17 @@ export class GateAnswers {
     if (g.createdStatus !== undefined) {
       if (g.opts.statusHeader) capture.setHeader(g.opts.statusHeader, 'created');
       this.emit(g, 'created', g.createdStatus);
+      g.trace?.created(g.createdStatus);
     }
     capture.release();
+  }
+
+  /** Tells the request's span what was answered (see `observability/gate.tracing.ts`). */
+  trace(g: GuardedRequest, a: GateAnswer | ProblemException): void {
+    if (!g.trace) return;
+    if (!('kind' in a)) return g.trace.problem(a.problem.type, a.problem.status);
+    if (a.kind === 'replay') g.trace.replayed(a.snapshot.status);
+    else g.trace.problem(a.error.problem.type, a.error.problem.status);
   }
 
   private emitFor(g: GuardedRequest, a: GateAnswer): void {

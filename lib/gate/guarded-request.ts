@@ -1,4 +1,5 @@
 import type { ResolvedEndpointOptions } from '../idempotency.options';
+import type { GateTrace } from '../observability/gate.tracing';
 import type { LedgerRequest } from '../persistence/idempotency-ledger';
 import type { IdempotencyInfo } from './idempotency-context';
 import type { ReplayHeaders } from './idempotency-exception.filter';
@@ -22,6 +23,8 @@ export interface GuardedRequest {
   createdStatus?: number;
   /** Under the `wait` in-progress policy: when waiting stops. */
   waitUntil?: number;
+  /** The request's span (outcome, mode, key hash): told the answer by GateAnswers. */
+  trace?: GateTrace;
 }
 
 /**

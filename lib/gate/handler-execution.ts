@@ -215,6 +215,7 @@ export class HandlerExecution {
       : serviceUnavailable(
           'The request could not be completed because the database is unavailable. Retry with the same Idempotency-Key.',
         );
+    this.answers.trace(g, problem);
     if (capture) {
       capture.replace(...problemAnswer(problem, requestPath(g.req)));
     } else {

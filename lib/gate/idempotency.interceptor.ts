@@ -1,6 +1,7 @@
 import { CallHandler, ExecutionContext, Inject, Injectable, NestInterceptor } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { ClsServiceManager } from 'nestjs-cls';
+import { context as otelContext } from '@opentelemetry/api';
 import { Observable, Subscriber } from 'rxjs';
 import { IDEMPOTENCY_OPTIONS, IDEMPOTENT_METADATA } from '../idempotency.constants';
 import type {
@@ -9,6 +10,7 @@ import type {
   ResolvedIdempotencyOptions,
 } from '../idempotency.options';
 import { resolveEndpointOptions } from '../idempotency-options.resolver';
+import { GateTrace } from '../observability/gate.tracing';
 import { MetricsService } from '../observability/metrics.service';
 import { DatabaseService } from '../persistence/database.service';
 import { IdempotencyLedger } from '../persistence/idempotency-ledger';
@@ -105,9 +107,25 @@ export class IdempotencyInterceptor implements NestInterceptor {
 
     return new Observable((subscriber) => {
       const cls = ClsServiceManager.getClsService();
+      // The gate's span: a child of the request's active span; everything the gate runs is inside it.
+      const traced = GateTrace.start(
+        method,
+        routeTemplate(req, '') || path,
+        opts.mode,
+        () => info.keyHash,
+      );
+      guarded.trace = traced;
       const run = () => {
         if (cls.isActive()) cls.set(IDEMPOTENCY_INFO as any, info);
-        this.execute(guarded, next, subscriber).catch((e) => subscriber.error(e));
+        otelContext
+          .with(traced.context, () => this.execute(guarded, next, subscriber))
+          .then(
+            () => traced.end(),
+            (e) => {
+              traced.end(e);
+              subscriber.error(e);
+            },
+          );
       };
       if (cls.isActive()) run();
       else cls.run(run);

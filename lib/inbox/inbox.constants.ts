@@ -11,3 +11,5 @@ export const INBOX_HANDLED = new AsyncLocalStorage<object>();
 
 /** Header under which the outbox relay and publishers carry the message id. */
 export const MESSAGE_ID_HEADER = 'message-id';
+/** Header under which the outbox relay carries the message type (the span's destination). */
+export const MESSAGE_TYPE_HEADER = 'message-type';

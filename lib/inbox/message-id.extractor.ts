@@ -76,3 +76,42 @@ export function payloadMessageId(data: unknown): string | undefined {
 export function defaultMessageId(message: ConsumedMessage): string | undefined {
   return transportMessageId(message.context) ?? payloadMessageId(message.data);
 }
+
+/**
+ * A header of a consumed message, from the same places as the message id: the transport's
+ * headers (RabbitMQ AMQP headers, NATS headers, Kafka headers, MQTT 5 user properties, the sample
+ * app's embedded context), else a `headers` field of the payload (an in-process listener of
+ * the outbox message, an envelope). The inbox reads the trace context (`traceparent`) with it.
+ */
+export function messageHeader(message: ConsumedMessage, name: string): string | undefined {
+  const ctx = message.context as Record<string, any> | undefined;
+  if (ctx && typeof ctx === 'object') {
+    if (typeof ctx.getChannelRef === 'function' && typeof ctx.getMessage === 'function')
+      return header(ctx.getMessage()?.properties?.headers, name);
+    if (typeof ctx.getSubject === 'function' && typeof ctx.getHeaders === 'function') {
+      const headers = ctx.getHeaders();
+      if (headers && typeof headers.get === 'function') return text(headers.get(name));
+      return header(headers, name);
+    }
+    if (typeof ctx.getPartition === 'function' && typeof ctx.getMessage === 'function')
+      return header(ctx.getMessage()?.headers, name);
+    if (typeof ctx.getPacket === 'function')
+      return header(ctx.getPacket()?.properties?.userProperties, name);
+  }
+  const data = message.data;
+  if (!data || typeof data !== 'object' || Buffer.isBuffer(data)) return undefined;
+  return header((data as Record<string, unknown>).headers, name);
+}
+
+/** OpenTelemetry's `messaging.system` of a Nest transport context (by its class), if known. */
+export function messagingSystemOf(context: unknown): string | undefined {
+  const name = (context as object | undefined)?.constructor?.name;
+  return name ? CONTEXT_SYSTEMS[name] : undefined;
+}
+
+const CONTEXT_SYSTEMS: Readonly<Record<string, string>> = {
+  RmqContext: 'rabbitmq',
+  NatsContext: 'nats',
+  KafkaContext: 'kafka',
+  MqttContext: 'mqtt',
+};

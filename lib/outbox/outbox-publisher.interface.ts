@@ -20,6 +20,11 @@ export interface OutboxPublisher {
    * `publish()` for every message of the batch concurrently.
    */
   publishBatch?(messages: readonly OutboxMessage[]): Promise<ReadonlyArray<Error | undefined>>;
+  /**
+   * Optional: the broker, as OpenTelemetry's `messaging.system` of the relay's `send` spans
+   * (`rabbitmq`, `nats`, `kafka`, `servicebus`, …). Left out when unknown.
+   */
+  readonly messagingSystem?: string;
 }
 
 /** DI token of the app's `OutboxPublisher` provider. */

@@ -11,6 +11,7 @@ import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options';
 import { LibraryLogger, type LibraryLogLevel } from '../observability/library-logger';
 import { MetricsService } from '../observability/metrics.service';
+import { tracePublish, type PublishTrace } from '../observability/outbox.tracing';
 import { OutboxStore } from './outbox.store';
 import type { OutboxRow } from '../persistence/dialects';
 import { outboxAfterPublish } from '../diagnostics/diagnostics.channels';
@@ -159,7 +160,11 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       return result;
     }
     this.counters.batches++;
-    const { outcomes, messages } = await this.publishAll(publisher, rows);
+    const { outcomes, messages, traces } = await this.publishAll(publisher, rows);
+    rows.forEach((row, i) => {
+      const attempt = row.attempts + 1;
+      traces[i]?.end(outcomes[i], attempt, !!outcomes[i] && attempt >= o.maxAttempts);
+    });
     const sent = rows.filter((_, i) => !outcomes[i]);
     if (outboxAfterPublish.hasSubscribers)
       outboxAfterPublish.publish({
@@ -261,15 +266,23 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
   private async publishAll(
     publisher: OutboxPublisher,
     rows: OutboxRow[],
-  ): Promise<{ outcomes: Array<Error | undefined>; messages: Array<OutboxMessage | undefined> }> {
+  ): Promise<{
+    outcomes: Array<Error | undefined>;
+    messages: Array<OutboxMessage | undefined>;
+    traces: Array<PublishTrace<OutboxMessage> | undefined>;
+  }> {
     const timeoutMs = this.options.outbox.publishTimeoutMs;
     const outcomes: Array<Error | undefined> = new Array(rows.length).fill(undefined);
     const byRow: Array<OutboxMessage | undefined> = new Array(rows.length).fill(undefined);
+    const traces: Array<PublishTrace<OutboxMessage> | undefined> = new Array(rows.length);
     const messages: OutboxMessage[] = [];
     const index: number[] = [];
     rows.forEach((row, i) => {
       try {
-        byRow[i] = this.toMessage(row);
+        // A `send` span per message, parented by the context stored with it; its own context
+        // travels in the message's headers to the consumer (see observability/outbox.tracing.ts).
+        traces[i] = tracePublish(this.toMessage(row), publisher.messagingSystem, row.seq);
+        byRow[i] = traces[i]!.message;
         messages.push(byRow[i]!);
         index.push(i);
       } catch (e) {
@@ -278,7 +291,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     });
     const results = await publishWithin(publisher, messages, timeoutMs);
     results.forEach((outcome, k) => (outcomes[index[k]] = outcome));
-    return { outcomes, messages: byRow };
+    return { outcomes, messages: byRow, traces };
   }
 
   /** One structured log event: message ids and types, never payloads. */

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { type EntityManager, QueryRunnerAlreadyReleasedError } from 'typeorm';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options';
+import { traceOutboxAdd } from '../observability/outbox.tracing';
 import { DatabaseService } from '../persistence/database.service';
 import type { OutboxInsert } from '../persistence/dialects';
 import { afterCommit } from './after-commit.hook';
@@ -40,6 +41,8 @@ export class OutboxService {
    * event first: an invalid one throws `InvalidOutboxEventError` and nothing is written. With no
    * transaction it throws `OutboxTransactionRequiredError` (unless `outbox.requireTransaction`
    * is false). When the transaction commits, the relay of this process is woken at once.
+   * The active trace context (W3C `traceparent`, `tracestate`, `baggage`, through the app's
+   * OpenTelemetry propagator) is stored in each message's headers; nothing without an SDK.
    * Returns the message ids, in order.
    */
   async add(
@@ -57,7 +60,15 @@ export class OutboxService {
     const inTransaction = !!runner && runner.isTransactionActive;
     if (!inTransaction && this.options.outbox.requireTransaction)
       throw new OutboxTransactionRequiredError(!!manager);
-    await this.store.insert(target, rows);
+    // The trace context of the request goes into each message's headers (see outbox.tracing.ts).
+    const traced = traceOutboxAdd(rows);
+    try {
+      await this.store.insert(target, rows);
+    } catch (e) {
+      traced.end(e);
+      throw e;
+    }
+    traced.end();
     if (this.options.outbox.wakeOnCommit) {
       if (inTransaction) afterCommit(runner!, () => this.signal.notify());
       else this.signal.notify();

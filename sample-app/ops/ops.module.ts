@@ -1,8 +1,17 @@
-import { Module } from '@nestjs/common';
+import { Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
 import { IdempotencyAdminModule } from '../../lib';
 import { HealthController } from './health.controller';
 import { MetricsController } from './metrics.controller';
+import { shutdownTracing } from './tracing';
+
+/** Exports the spans still buffered when the app shuts down. */
+@Injectable()
+class TracingShutdown implements OnApplicationShutdown {
+  async onApplicationShutdown(): Promise<void> {
+    await shutdownTracing();
+  }
+}
 
 /**
  * Operations endpoints of the sample app: `GET /health` (terminus + the library's indicator),
@@ -21,5 +30,6 @@ import { MetricsController } from './metrics.controller';
     }),
   ],
   controllers: [HealthController, MetricsController],
+  providers: [TracingShutdown],
 })
 export class OpsModule {}

@@ -38,6 +38,14 @@ export interface OutboxEnvelope<TPayload = unknown> {
 
 type Microservices = typeof import('@nestjs/microservices');
 
+/** `messaging.system` values (OpenTelemetry semantic conventions) of the transports. */
+const MESSAGING_SYSTEMS: Partial<Record<ClientProxyTransport, string>> = {
+  rmq: 'rabbitmq',
+  nats: 'nats',
+  kafka: 'kafka',
+  mqtt: 'mqtt',
+};
+
 function loadMicroservices(): Microservices {
   try {
     return require('@nestjs/microservices');
@@ -73,6 +81,11 @@ export class ClientProxyPublisher implements OutboxPublisher {
     this.ms = loadMicroservices();
     this.transport = options.transport ?? this.detectTransport();
     this.envelope = options.envelope ?? this.transport === 'plain';
+  }
+
+  /** OpenTelemetry's `messaging.system` of the transport (undefined for `plain` ones). */
+  get messagingSystem(): string | undefined {
+    return MESSAGING_SYSTEMS[this.transport];
   }
 
   async publish(message: OutboxMessage): Promise<void> {

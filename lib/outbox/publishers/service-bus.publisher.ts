@@ -56,6 +56,9 @@ const MAX_ID_LENGTH = 128;
  * it), so a batch fails or succeeds per group.
  */
 export class ServiceBusPublisher implements OutboxPublisher {
+  /** OpenTelemetry's `messaging.system` of the relay's spans. */
+  readonly messagingSystem = 'servicebus';
+
   constructor(
     private readonly sender: ServiceBusSenderLike,
     private readonly options: ServiceBusPublisherOptions = {},
