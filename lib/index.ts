@@ -18,6 +18,7 @@ export {
   type OutboxOptions,
   type InboxOptions,
   type CleanupOptions,
+  type ReplayCacheOptions,
   type HealthOptions,
   type TableNames,
   type IdempotencyModuleOptions,

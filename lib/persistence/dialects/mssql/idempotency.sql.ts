@@ -52,7 +52,10 @@ export function mssqlIdempotencySql(t: QuotedTables): IdempotencySql {
   const rowColumns = `id, state, request_hash, response_status, response_headers, response_body, lease_token,
      CASE WHEN expires_at <= @now THEN 1 ELSE 0 END AS expired,
      CASE WHEN locked_until IS NULL OR locked_until <= @now THEN 0
-          ELSE DATEDIFF(millisecond, @now, locked_until) END AS lease_remaining_ms`;
+          ELSE DATEDIFF(millisecond, @now, locked_until) END AS lease_remaining_ms,
+     CASE WHEN expires_at <= @now THEN 0
+          WHEN expires_at >= DATEADD(day, 1, @now) THEN 86400000
+          ELSE DATEDIFF(millisecond, @now, expires_at) END AS expires_in_ms`;
   // The dynamic insert, with its own parameters (quotes doubled inside the N'…' literal).
   const insert = (lockTimeoutMs: number) =>
     `SET LOCK_TIMEOUT ${lockTimeoutMs};
