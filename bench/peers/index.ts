@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DataSource } from 'typeorm';
-import type { BenchCheck, BenchContext, BenchReport, BenchSuite } from '../support/bench-suite';
+import type { BenchCheck, BenchContext, BenchSuite } from '../support/bench-suite';
 import { runLoad } from '../support/load';
 import { createScratchDatabase, isReachable, openAdmin } from '../support/scratch-database';
 import type { ServerProcess } from '../support/server-process';
