@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DataSource } from 'typeorm';
 import type { BenchCheck, BenchContext, BenchSuite } from '../support/bench-suite';
@@ -24,7 +24,7 @@ const SERVER = join(PEERS_DIR, 'peers-server.js');
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const BODY = JSON.stringify({ customerId: 'bench', amount: 100 });
 
-type Variant = 'lib' | 'ni-redis' | 'ni-memory' | 'ei-redis';
+type Variant = 'lib' | 'lib-before' | 'ni-redis' | 'ni-memory' | 'ei-redis';
 
 interface Scenario {
   id: string;
@@ -173,6 +173,23 @@ function installLibrary(ctx: BenchContext): string {
   return tarball;
 }
 
+/**
+ * `PEERS_BEFORE_TARBALL=<file.tgz>`: another build of this library, unpacked beside the installed
+ * one (its peers resolve to the same Nest, TypeORM and nestjs-cls copies), run as a second app in
+ * the same interleaved rounds: before and after side by side.
+ */
+function unpackBefore(ctx: BenchContext): string | undefined {
+  const tarball = process.env.PEERS_BEFORE_TARBALL;
+  if (!tarball) return undefined;
+  const dir = join(PEERS_DIR, '.lib', 'before');
+  const target = join(dir, 'node_modules', 'nestjs-exactly-once');
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(target, { recursive: true });
+  execFileSync('tar', ['xzf', resolve(tarball), '-C', target, '--strip-components=1']);
+  ctx.log(`before build: ${tarball}`);
+  return dir;
+}
+
 const suite: BenchSuite = {
   description:
     'This library vs @node-idempotency/nestjs (Redis, memory) and express-idempotency (Redis) on one Nest 11 app, PostgreSQL; plus a crash probe',
@@ -185,6 +202,8 @@ const suite: BenchSuite = {
     const warmupSec = ctx.quick ? 1 : 2;
     const connections = 32;
     const tarball = installLibrary(ctx);
+    const beforeDir = unpackBefore(ctx);
+    const scenarios = SCENARIOS.filter((s) => beforeDir || s.variant !== 'lib-before');
 
     const db = await createScratchDatabase('postgres');
     ctx.onCleanup(() => db.drop());
@@ -200,14 +219,21 @@ const suite: BenchSuite = {
     const redis = await RedisProbe.open(REDIS_URL);
     ctx.onCleanup(() => redis.close());
 
-    const env = (variant: Variant) => ({ VARIANT: variant, PG_URL: db.url, REDIS_URL });
+    const env = (variant: Variant): Record<string, string> => ({
+      VARIANT: variant,
+      PG_URL: db.url,
+      REDIS_URL,
+      ...(variant === 'lib-before' ? { LIB_DIR: beforeDir! } : {}),
+    });
     const start = (variant: Variant) =>
       spawnServer({ script: SERVER, env: env(variant), readyTimeoutMs: 90_000 });
     const servers = new Map<Variant, ServerProcess>();
     ctx.onCleanup(async () => {
       for (const s of servers.values()) await s.stop();
     });
-    for (const v of ['lib', 'ni-redis', 'ni-memory', 'ei-redis'] as Variant[]) {
+    const variants: Variant[] = ['lib', 'ni-redis', 'ni-memory', 'ei-redis'];
+    if (beforeDir) variants.splice(1, 0, 'lib-before');
+    for (const v of variants) {
       ctx.log(`starting the ${v} app`);
       servers.set(v, await start(v));
     }
@@ -231,7 +257,7 @@ const suite: BenchSuite = {
     // Replays: keys completed beforehand, more of them than connections (no two concurrent
     // requests share a key).
     const pools = new Map<string, string[]>();
-    for (const s of SCENARIOS.filter((x) => x.keys === 'replay')) {
+    for (const s of scenarios.filter((x) => x.keys === 'replay')) {
       const url = servers.get(s.variant)!.url + s.path;
       const keys: string[] = [];
       for (let i = 0; i < connections * 2; i++) {
@@ -262,9 +288,26 @@ const suite: BenchSuite = {
         )
       ).map((r: { pid: number }) => Number(r.pid));
 
+    type Traffic = { statements: Record<string, number>; completed: number; inFlight: number };
+    const traffic = async (url: string): Promise<Traffic> =>
+      (await (await fetch(`${url}/bench/statements`)).json()) as Traffic;
+    /** Waits until the app has answered every request sent to it (the slice's tail included). */
+    const drained = async (url: string): Promise<Traffic> => {
+      const sum: Traffic = { statements: {}, completed: 0, inFlight: 0 };
+      for (let i = 0; i < 600; i++) {
+        const t = await traffic(url);
+        for (const [k, n] of Object.entries(t.statements))
+          sum.statements[k] = (sum.statements[k] ?? 0) + n;
+        sum.completed += t.completed;
+        if (t.inFlight === 0) return sum;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      throw new Error(`${url}: requests still in flight after 30 s`);
+    };
+
     const slice = async (s: Scenario, seconds: number): Promise<Round> => {
       const server = servers.get(s.variant)!;
-      await fetch(`${server.url}/bench/statements`); // resets the counter
+      await drained(server.url); // nothing in flight, counters reset
       const pg0 = new Map((await backends(s.variant)).map((p) => [p, cpuTimeMs([p])]));
       const redisCpu0 = await redis.cpuMs();
       const redisCmd0 = await redis.commands();
@@ -278,16 +321,15 @@ const suite: BenchSuite = {
         perRequestHeaders: headersFor(s),
         expectStatus: [201],
       });
+      // The requests in flight when the load stopped finish first: their work counts, and so do they.
+      const done = await drained(server.url);
       const app1 = cpuTimeMs([server.pid]);
       const redisCmd1 = await redis.commands();
       const redisCpu1 = await redis.cpuMs();
       let pgMs = 0;
       for (const p of await backends(s.variant)) pgMs += cpuTimeMs([p]) - (pg0.get(p) ?? 0);
-      const counts = (await (await fetch(`${server.url}/bench/statements`)).json()) as Record<
-        string,
-        number
-      >;
-      const n = Math.max(1, sample.ok);
+      const counts = done.statements;
+      const n = Math.max(1, done.completed);
       const appUs = ((app1 - app0) * 1000) / n;
       const pgUs = (pgMs * 1000) / n;
       const redisUs = ((redisCpu1 - redisCpu0) * 1000) / n;
@@ -304,10 +346,10 @@ const suite: BenchSuite = {
     };
 
     ctx.log(`warm-up, ${warmupSec} s per scenario`);
-    for (const s of SCENARIOS) await slice(s, warmupSec);
+    for (const s of scenarios) await slice(s, warmupSec);
     const results = new Map<string, Round[]>();
     for (let round = 0; round < rounds; round++) {
-      const order = round % 2 === 0 ? SCENARIOS : [...SCENARIOS].reverse();
+      const order = round % 2 === 0 ? scenarios : [...scenarios].reverse();
       for (const s of order) {
         ctx.log(`round ${round + 1}/${rounds}: ${s.id} for ${sliceSec} s`);
         const r = await slice(s, sliceSec);
@@ -317,7 +359,7 @@ const suite: BenchSuite = {
     const med = (id: string, f: (r: Round) => number) => median(results.get(id)!.map(f));
     const aRate = med('a', (r) => r.reqPerSec);
     const aTxCpu = med('a-tx', (r) => r.cpuUsPerReq);
-    const rows = SCENARIOS.map((s) => [
+    const rows = scenarios.map((s) => [
       s.label,
       Math.round(med(s.id, (r) => r.reqPerSec)),
       (med(s.id, (r) => r.reqPerSec) / aRate).toFixed(2),
@@ -396,6 +438,23 @@ const suite: BenchSuite = {
         ok: cpu('lib-tx') / aTxCpu <= 1.4,
       },
     ];
+    if (beforeDir)
+      checks.push(
+        {
+          name: 'BEFORE build: replay CPU/request ≤ node-idempotency + Redis',
+          target: `≤ ${Math.round(cpu('ni-redis-replay'))} µs`,
+          actual: `${Math.round(cpu('before-replay'))} µs`,
+          ok: cpu('before-replay') <= cpu('ni-redis-replay'),
+          informative: true,
+        },
+        {
+          name: 'BEFORE build: first execution, transactional: CPU/request ÷ (a-tx)',
+          target: '≤ 1.40',
+          actual: (cpu('before-tx') / aTxCpu).toFixed(2),
+          ok: cpu('before-tx') / aTxCpu <= 1.4,
+          informative: true,
+        },
+      );
     return {
       tables: [
         {
@@ -422,7 +481,7 @@ const suite: BenchSuite = {
       checks,
       notes: [
         `library: ${tarball}`,
-        'CPU µs/req: the app process, its PostgreSQL backends (by application_name) and the Redis server (INFO cpu), from /proc and Redis, per 201 answer; medians over rounds.',
+        'CPU µs/req: the app process, its PostgreSQL backends (by application_name) and the Redis server (INFO cpu), from /proc and Redis, per request the app answered in the slice (its tail, answered after the load stopped, included); PG statements per request likewise; medians over rounds.',
         "Redis cmds/req: total_commands_processed of the Redis server over the slice (the probe's own INFO call removed).",
         'The crash probe kills the process 0.8 s into a 5 s handler; the retry is repeated every 0.5 s while it is refused.',
       ],

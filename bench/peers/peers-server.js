@@ -13,9 +13,10 @@
  * - ni-redis / ni-memory: POST /payments with @node-idempotency/nestjs (Redis / in-memory storage);
  * - ei-redis: POST /payments behind the express-idempotency middleware with its Redis adapter.
  * Every handler sleeps `x-delay-ms` after its insert (the crash probe kills the process then).
- * GET /health; GET /bench/statements: the SQL statements sent since the last call (and resets).
+ * GET /health; GET /bench/statements: the SQL statements sent and the requests answered since the
+ * last call (and resets both), and the requests in flight.
  *
- * Env: VARIANT, PG_URL, REDIS_URL, PORT, HOST.
+ * Env: VARIANT, PG_URL, REDIS_URL, PORT, HOST; LIB_DIR (lib-before: where that build is unpacked).
  */
 require('reflect-metadata');
 const { randomUUID } = require('node:crypto');
@@ -41,6 +42,11 @@ const {
 const { TransactionalAdapterTypeOrm } = require('@nestjs-cls/transactional-adapter-typeorm');
 
 const VARIANT = process.env.VARIANT || 'lib';
+/** `lib-before`: the same app on another build of this library, unpacked under LIB_DIR/node_modules. */
+const IS_LIB = VARIANT === 'lib' || VARIANT === 'lib-before';
+const LIB = process.env.LIB_DIR
+  ? require.resolve('nestjs-exactly-once', { paths: [process.env.LIB_DIR] })
+  : 'nestjs-exactly-once';
 const PG_URL = process.env.PG_URL;
 const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
 
@@ -97,12 +103,31 @@ async function insertPayment(txHost, body, delay) {
   return payment;
 }
 
+/** Requests of the measured routes in flight, and answered since the last `/bench/statements`. */
+const traffic = { inFlight: 0, completed: 0 };
+function trackTraffic(req, res, next) {
+  if (req.url.startsWith('/bench/') || req.url === '/health') return next();
+  traffic.inFlight++;
+  res.once('close', () => {
+    traffic.inFlight--;
+    traffic.completed++;
+  });
+  next();
+}
+
 class HealthController {
   health() {
     return { ok: true };
   }
+  /** The statements and answered requests since the last call (and resets both), and the requests in flight. */
   statements() {
-    return counter.take();
+    const out = {
+      statements: counter.take(),
+      completed: traffic.completed,
+      inFlight: traffic.inFlight,
+    };
+    traffic.completed = 0;
+    return out;
   }
 }
 method(HealthController, 'health', [Get('health')]);
@@ -110,7 +135,7 @@ method(HealthController, 'statements', [Get('bench/statements')]);
 Reflect.decorate([Controller()], HealthController);
 
 function libController() {
-  const { Idempotent } = require('nestjs-exactly-once');
+  const { Idempotent } = require(LIB);
   class LibController {
     constructor(txHost) {
       this.txHost = txHost;
@@ -183,9 +208,9 @@ function appModule() {
       applicationName: `peers-${VARIANT}`,
       logger: counter,
       synchronize: false,
-      ...(VARIANT === 'lib'
+      ...(IS_LIB
         ? (() => {
-            const lib = require('nestjs-exactly-once');
+            const lib = require(LIB);
             return {
               entities: lib.getIdempotencyEntities({ type: 'postgres' }),
               migrations: lib.getIdempotencyMigrations(),
@@ -205,8 +230,8 @@ function appModule() {
     }),
   ];
   let controller;
-  if (VARIANT === 'lib') {
-    const { IdempotencyModule } = require('nestjs-exactly-once');
+  if (IS_LIB) {
+    const { IdempotencyModule } = require(LIB);
     imports.push(
       IdempotencyModule.forRoot({
         logger: false,
@@ -240,6 +265,7 @@ function appModule() {
 
 async function main() {
   const app = await NestFactory.create(appModule(), { logger: ['error', 'warn'] });
+  app.use(trackTraffic);
   if (VARIANT === 'ei-redis') {
     const { idempotency } = require('express-idempotency');
     const RedisAdapter = require('express-idempotency-redis-adapter').default;
