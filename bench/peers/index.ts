@@ -71,6 +71,27 @@ const SCENARIOS: Scenario[] = [
     keys: 'replay',
   },
   {
+    id: 'before-tx',
+    label: 'BEFORE build: transactional, first execution',
+    variant: 'lib-before',
+    path: '/payments',
+    keys: 'fresh',
+  },
+  {
+    id: 'before-leased',
+    label: 'BEFORE build: leased, first execution',
+    variant: 'lib-before',
+    path: '/payments-leased',
+    keys: 'fresh',
+  },
+  {
+    id: 'before-replay',
+    label: 'BEFORE build: replay',
+    variant: 'lib-before',
+    path: '/payments',
+    keys: 'replay',
+  },
+  {
     id: 'ni-redis',
     label: 'node-idempotency + Redis, first execution',
     variant: 'ni-redis',
@@ -193,13 +214,13 @@ function unpackBefore(ctx: BenchContext): string | undefined {
 const suite: BenchSuite = {
   description:
     'This library vs @node-idempotency/nestjs (Redis, memory) and express-idempotency (Redis) on one Nest 11 app, PostgreSQL; plus a crash probe',
-  maxDurationMs: 9 * 60_000,
+  maxDurationMs: 15 * 60_000,
   async run(ctx) {
     if (!(await isReachable('postgres')))
       throw new Error('PostgreSQL is not reachable on 127.0.0.1:5432');
     const rounds = ctx.quick ? 1 : Number(arg(ctx.args, 'rounds') ?? 3);
     const sliceSec = ctx.quick ? 1 : Number(arg(ctx.args, 'duration') ?? 4);
-    const warmupSec = ctx.quick ? 1 : 2;
+    const warmupSec = 1;
     const connections = 32;
     const tarball = installLibrary(ctx);
     const beforeDir = unpackBefore(ctx);
