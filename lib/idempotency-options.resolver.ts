@@ -7,6 +7,7 @@ import {
   type IdempotencyEndpointOptions,
   type IdempotencyModuleOptions,
   type OutboxOptions,
+  type ReplayCacheOptions,
   type ResolvedEndpointOptions,
   type ResolvedFingerprint,
   type ResolvedIdempotencyOptions,
@@ -69,6 +70,7 @@ export const DEFAULT_OPTIONS: ResolvedIdempotencyOptions = {
     outboxRetentionMs: 7 * 24 * 60 * 60 * 1000,
     inboxRetentionMs: 7 * 24 * 60 * 60 * 1000,
   },
+  replayCache: { maxBytes: 16 * 1024 * 1024, maxAgeMs: 60_000 },
   health: {
     relayHeartbeatTimeoutMs: 30_000,
     maxPendingAgeMs: 5 * 60 * 1000,
@@ -113,6 +115,13 @@ export function resolveOptions(options: IdempotencyModuleOptions = {}): Resolved
     inbox: { ...DEFAULT_OPTIONS.inbox, strayWrites, ...stripUndefined(options.inbox ?? {}) },
     cleanup: { ...DEFAULT_OPTIONS.cleanup, ...stripUndefined(options.cleanup ?? {}) },
     health: { ...DEFAULT_OPTIONS.health, ...stripUndefined(options.health ?? {}) },
+    replayCache:
+      options.replayCache === false
+        ? false
+        : {
+            ...(DEFAULT_OPTIONS.replayCache as Required<ReplayCacheOptions>),
+            ...stripUndefined(options.replayCache ?? {}),
+          },
   };
   merged.storedHeaders = withoutGateHeaders(merged);
   validateOptions(merged);
@@ -253,6 +262,10 @@ function validateOptions(o: ResolvedIdempotencyOptions): void {
     fail('cleanup.timeBudgetMs must be a positive number of milliseconds');
   if (!(o.cleanup.dutyCycle > 0 && o.cleanup.dutyCycle <= 1))
     fail('cleanup.dutyCycle must be greater than 0 and at most 1');
+  if (o.replayCache !== false) {
+    if (!(o.replayCache.maxBytes >= 0)) fail('replayCache.maxBytes must be >= 0');
+    if (!(o.replayCache.maxAgeMs >= 0)) fail('replayCache.maxAgeMs must be >= 0');
+  }
   if (!(o.cleanup.outboxRetentionMs >= 0)) fail('cleanup.outboxRetentionMs must be >= 0');
   if (!(o.cleanup.inboxRetentionMs >= 0)) fail('cleanup.inboxRetentionMs must be >= 0');
   if (!(o.health.relayHeartbeatTimeoutMs > 0))

@@ -33,6 +33,7 @@ import { MaintenanceStore } from './maintenance/maintenance.store';
 import { OutboxStore } from './outbox/outbox.store';
 import { DatabaseService } from './persistence/database.service';
 import { IdempotencyLedger } from './persistence/idempotency-ledger';
+import { ReplayCache } from './persistence/replay.cache';
 
 /**
  * Providers the app reaches: its services, the services their subclasses take, and the
@@ -61,6 +62,7 @@ const PUBLIC_PROVIDERS = [
 /** The library's own machinery (`@internal`): wired here, never exported. */
 const INTERNAL_PROVIDERS = [
   IdempotencyLedger,
+  ReplayCache,
   OutboxGaugesObserver,
   IdempotentRoutesExplorer,
   OutboxWakeSignal,

@@ -217,6 +217,19 @@ export interface CleanupOptions {
   inboxRetentionMs?: number;
 }
 
+/**
+ * The replay cache: completed answers kept in this process, so that a retry of a completed request
+ * is answered with no statement. An entry lives at most until its record expires and at most
+ * `maxAgeMs`; an admin eviction made through ANOTHER process is seen here after at most
+ * `maxAgeMs` (through this process: at once).
+ */
+export interface ReplayCacheOptions {
+  /** Memory budget in bytes (least recently used answers go first). Default 16 MiB. */
+  maxBytes?: number;
+  /** Longest life of an entry, in ms. Default 60 s. */
+  maxAgeMs?: number;
+}
+
 /** Thresholds of the health indicator (`IdempotencyHealthIndicator`); each can be overridden per check. */
 export interface HealthOptions {
   /** The relay in this process counts as dead when it has not polled for this long, in ms. Default 30 s. */
@@ -253,6 +266,8 @@ export interface IdempotencyModuleOptions extends IdempotencyEndpointOptions<any
   inbox?: InboxOptions;
   cleanup?: CleanupOptions;
   health?: HealthOptions;
+  /** The replay cache of completed answers (on by default), or false to turn it off. */
+  replayCache?: ReplayCacheOptions | false;
   /** A logger, or false to silence the library. Default: Nest's Logger. */
   logger?: LoggerService | false;
 }
@@ -273,6 +288,7 @@ export interface ResolvedIdempotencyOptions extends Required<
     | 'inbox'
     | 'cleanup'
     | 'health'
+    | 'replayCache'
     | 'inProgress'
     | 'fingerprint'
     | 'keyResolver'
@@ -300,6 +316,7 @@ export interface ResolvedIdempotencyOptions extends Required<
   inbox: Required<InboxOptions>;
   cleanup: Required<CleanupOptions>;
   health: Required<HealthOptions>;
+  replayCache: Required<ReplayCacheOptions> | false;
 }
 
 /** The fingerprint setting after defaults: the default one tuned by options, a function, or none. */

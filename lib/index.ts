@@ -19,6 +19,7 @@ export {
   type InboxAcknowledge,
   type InboxOptions,
   type CleanupOptions,
+  type ReplayCacheOptions,
   type HealthOptions,
   type TableNames,
   type IdempotencyModuleOptions,

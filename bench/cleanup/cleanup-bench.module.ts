@@ -1,3 +1,4 @@
+import { ReplayCache } from '../../lib/persistence/replay.cache';
 import { DynamicModule, Module } from '@nestjs/common';
 import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { ClsPluginTransactional } from '@nestjs-cls/transactional';
@@ -65,7 +66,12 @@ export class CleanupBenchModule {
             dbs: DatabaseService,
             metrics: MetricsService,
             options: ResolvedIdempotencyOptions,
-          ) => new TimedCleanupService(new MaintenanceStore(dbs), metrics, options),
+          ) =>
+            new TimedCleanupService(
+              new MaintenanceStore(dbs, new ReplayCache({ replayCache: false })),
+              metrics,
+              options,
+            ),
           inject: [DatabaseService, MetricsService, IDEMPOTENCY_OPTIONS],
         },
       ],

@@ -9,8 +9,8 @@ import { GateMode } from './gate.mode';
 
 /**
  * Transactional mode: reservation, handler and completion in ONE transaction; a crash rolls it
- * all back and the key is free for the retry at once. A replay-heavy endpoint first reads its
- * key outside any transaction (the ledger's read-first policy).
+ * all back and the key is free for the retry at once. The ledger may settle a request before any
+ * transaction opens (a completed record it knows, or the read-first policy's one read).
  * @internal
  */
 export class TransactionalMode extends GateMode {
@@ -19,13 +19,8 @@ export class TransactionalMode extends GateMode {
     next: CallHandler,
     subscriber: Subscriber<unknown>,
   ): Promise<void> {
-    if (this.ledger.shouldReadFirst(g.opts)) {
-      const settled = await this.ledger.lookUpCompleted(g.ledger);
-      if (settled) {
-        this.ledger.observe(g.opts, settled.kind === 'replay');
-        return this.answers.send(g, this.answers.of(g, settled), subscriber);
-      }
-    }
+    const settled = await this.ledger.settleBeforeTransaction(g.ledger, g.opts);
+    if (settled) return this.answers.send(g, this.answers.of(g, settled), subscriber);
     let capture: ResponseCapture | undefined;
     let decision: LedgerDecision | undefined;
     try {

@@ -188,6 +188,7 @@ export class CleanupService implements OnApplicationBootstrap, BeforeApplication
       }
       pending = next;
     }
+    this.store.forgetExpiredAnswers();
     report.caughtUp = pending.length === 0 && Object.keys(report.errors).length === 0;
     report.durationMs = Date.now() - started;
     this.metrics.cleanupDuration.record(report.durationMs);

@@ -10,6 +10,7 @@ import type {
   OutboxSentPerMinute,
 } from '../persistence/dialects';
 import { DatabaseService } from '../persistence/database.service';
+import { ReplayCache } from '../persistence/replay.cache';
 import type { SqlExecutor } from '../persistence/sql-executor';
 
 /**
@@ -20,7 +21,10 @@ import type { SqlExecutor } from '../persistence/sql-executor';
  */
 @Injectable()
 export class MaintenanceStore {
-  constructor(private readonly db: DatabaseService) {}
+  constructor(
+    private readonly db: DatabaseService,
+    private readonly replayCache: ReplayCache,
+  ) {}
 
   /** The dialect's retention statements (CleanupService's overridable `sql`). */
   get cleanup(): CleanupSql {
@@ -50,9 +54,23 @@ export class MaintenanceStore {
     return this.db.dialect.idempotency.find(this.db.autocommit(), scope, key);
   }
 
-  /** Deletes an idempotency record by scope and key (admin eviction); how many rows went. */
-  evictIdempotencyRecord(scope: string, key: string): Promise<number> {
-    return this.db.dialect.idempotency.evict(this.db.autocommit(), scope, key);
+  /**
+   * Deletes an idempotency record by scope and key (admin eviction); how many rows went. This
+   * process' replay cache forgets the key before and after the statement (a replay read between
+   * the two must not keep the deleted answer).
+   */
+  async evictIdempotencyRecord(scope: string, key: string): Promise<number> {
+    this.replayCache.delete(scope, key);
+    try {
+      return await this.db.dialect.idempotency.evict(this.db.autocommit(), scope, key);
+    } finally {
+      this.replayCache.delete(scope, key);
+    }
+  }
+
+  /** After a cleanup run: the replay cache drops the answers whose lifetime is over. */
+  forgetExpiredAnswers(): void {
+    this.replayCache.prune();
   }
 
   /** Created, completed and expiry times of an idempotency record (admin inspection). */

@@ -6,7 +6,7 @@ import type { ResolvedIdempotencyOptions } from '../idempotency.options';
 import { traceOutboxAdd } from '../observability/outbox.tracing';
 import { DatabaseService } from '../persistence/database.service';
 import type { OutboxInsert } from '../persistence/dialects';
-import { afterCommit } from './after-commit.hook';
+import { afterCommit } from '../persistence/after-commit.hook';
 import { OUTBOX_HEADERS, OUTBOX_LIMITS } from './outbox.constants';
 import { InvalidOutboxEventError, OutboxTransactionRequiredError } from './outbox.errors';
 import { DUPLICATE_ID, INVALID_EVENT } from './outbox.messages';

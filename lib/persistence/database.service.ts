@@ -9,6 +9,7 @@ import type { ResolvedIdempotencyOptions } from '../idempotency.options';
 import { NO_TRANSACTION_HOST } from '../gate/idempotency.messages';
 import type { Dialect } from './dialects';
 import { createDialect } from './dialects';
+import { afterCommit } from './after-commit.hook';
 import { guardPgPool } from './dialects/postgres/pg-pool.guard';
 import { SqliteSerializer } from './dialects/sqlite/sqlite.serializer';
 import { type IsolationLevel, transactionIsolationOf } from './dialects/transaction-isolation';
@@ -181,5 +182,15 @@ export class DatabaseService implements OnModuleInit {
   /** Runs `fn` outside any transaction (autocommit statements). */
   withoutTransaction<T>(fn: () => Promise<T>): Promise<T> {
     return this.txHost.withoutTransaction(fn);
+  }
+
+  /**
+   * Calls `fn` once the ambient transaction has committed (never when it rolls back), or at once
+   * when no transaction is active (what ran before has committed on its own).
+   */
+  afterCommit(fn: () => void): void {
+    const runner = this.txHost.tx.queryRunner;
+    if (runner?.isTransactionActive) afterCommit(runner, fn);
+    else fn();
   }
 }

@@ -11,6 +11,7 @@ import type {
   SingleWriteIdempotencySql,
 } from './dialects';
 import { ReadFirstPolicy } from './read-first.policy';
+import { ReplayCache } from './replay.cache';
 import { toRetryAfterSeconds } from './time';
 
 /** One request's claim on a key, as the ledger needs it (no HTTP in here). */
@@ -36,6 +37,10 @@ export interface LedgerRequest {
 export interface Reservation {
   id: string;
   token: string;
+  /** `performance.now()` before the reservation's statement (its record expires ttl after a later moment). */
+  since?: number;
+  /** The request that holds it (the replay cache keeps its answer once completed and committed). */
+  request?: LedgerRequest;
   deferred?: {
     request: LedgerRequest;
     /** The expired record, or the lapsed lease, that the completed record replaces. */
@@ -86,6 +91,7 @@ export class IdempotencyLedger {
     private readonly db: DatabaseService,
     private readonly metrics: MetricsService,
     @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
+    private readonly cache: ReplayCache,
   ) {}
 
   /**
@@ -107,24 +113,33 @@ export class IdempotencyLedger {
    * or the decision an existing record makes.
    */
   async reserve(req: LedgerRequest): Promise<LedgerDecision> {
+    const cached = this.fromCache(req);
+    if (cached) return cached;
     const singleWrite = this.sql.singleWrite;
     if (req.mode === 'transactional' && singleWrite) return this.claim(req, singleWrite);
     const exec = this.db.exec();
     const params = this.reserveParams(req);
     for (let attempt = 0; attempt < RESERVE_ATTEMPTS; attempt++) {
+      const since = performance.now();
       const started = Date.now();
       const r = await this.sql.reserve(exec, params);
       this.metrics.idempotencyStoreLatency.record(Date.now() - started, { op: 'reserve' });
-      if (r.outcome === 'inserted') return reserved(r.id, params.leaseToken);
+      if (r.outcome === 'inserted') return reserved(req, r.id, params.leaseToken, since);
       if (r.outcome === 'locked')
         return { kind: 'in-progress', retryAfterSeconds: req.retryAfterSeconds };
       const row = r.row ?? (await this.sql.find(exec, req.scope, req.key));
       if (!row) continue; // deleted between the two statements (cleanup): try again
       const expired = row.expired;
       const leaseLapsed = row.state === 'started' && row.leaseRemainingMs <= 0;
-      if (!expired && !leaseLapsed) return settle(req, row);
+      if (!expired && !leaseLapsed) return this.settleRow(req, row, since);
       if (await this.sql.takeOver(exec, row.id, row.leaseToken, params))
-        return reserved(row.id, params.leaseToken, expired ? 'expired' : 'lease-lapsed');
+        return reserved(
+          req,
+          row.id,
+          params.leaseToken,
+          since,
+          expired ? 'expired' : 'lease-lapsed',
+        );
       // Someone else changed the record between our read and our compare-and-set: read again.
     }
     return { kind: 'in-progress', retryAfterSeconds: req.retryAfterSeconds };
@@ -138,6 +153,7 @@ export class IdempotencyLedger {
     req: LedgerRequest,
     singleWrite: SingleWriteIdempotencySql,
   ): Promise<LedgerDecision> {
+    const since = performance.now();
     const started = Date.now();
     const { locked, row } = await singleWrite.claim(this.db.exec(), {
       scope: req.scope,
@@ -149,22 +165,44 @@ export class IdempotencyLedger {
       // Another transaction holds the key: an uncommitted first execution, a take-over, or a
       // concurrent replay's transaction. A committed, live record answers for itself.
       return row && !row.expired
-        ? settle(req, row)
+        ? this.settleRow(req, row, since)
         : { kind: 'in-progress', retryAfterSeconds: req.retryAfterSeconds };
     }
     if (!row)
-      return { kind: 'reserved', reservation: { id: '', token: '', deferred: { request: req } } };
+      return {
+        kind: 'reserved',
+        reservation: { id: '', token: '', since, deferred: { request: req } },
+      };
     const leaseLapsed = row.state === 'started' && row.leaseRemainingMs <= 0;
-    if (!row.expired && !leaseLapsed) return settle(req, row);
+    if (!row.expired && !leaseLapsed) return this.settleRow(req, row, since);
     return {
       kind: 'reserved',
       reservation: {
         id: row.id,
         token: '',
+        since,
         deferred: { request: req, replace: { id: row.id, expectedToken: row.leaseToken } },
       },
       takenOver: row.expired ? 'expired' : 'lease-lapsed',
     };
+  }
+
+  /**
+   * A decision reached before any transaction is opened, or undefined (then `reserve` in the
+   * transaction decides): a completed record this process already knows (no statement at all),
+   * or, for a replay-heavy subject (an endpoint), one read outside any transaction (see
+   * ReadFirstPolicy). Only committed, live, completed records answer here.
+   */
+  async settleBeforeTransaction(
+    req: LedgerRequest,
+    subject: unknown,
+  ): Promise<SettledDecision | undefined> {
+    const cached = this.fromCache(req);
+    if (cached) return cached;
+    if (!this.shouldReadFirst(subject)) return undefined;
+    const settled = await this.lookUpCompleted(req);
+    if (settled) this.observe(subject, settled.kind === 'replay');
+    return settled;
   }
 
   /**
@@ -186,7 +224,10 @@ export class IdempotencyLedger {
    * the request goes on to `reserve`, which decides.
    */
   async lookUpCompleted(req: LedgerRequest): Promise<SettledDecision | undefined> {
+    const cached = this.fromCache(req);
+    if (cached) return cached;
     let row: IdempotencyRow | undefined;
+    const since = performance.now();
     try {
       const started = Date.now();
       row = await this.db.withoutTransaction(() =>
@@ -197,7 +238,7 @@ export class IdempotencyLedger {
       return undefined;
     }
     if (!row || row.state !== 'completed' || row.expired) return undefined;
-    return settle(req, row);
+    return this.settleRow(req, row, since);
   }
 
   /**
@@ -234,6 +275,21 @@ export class IdempotencyLedger {
           sameTransaction: opts.sameTransaction,
         });
     this.metrics.idempotencyStoreLatency.record(Date.now() - started, { op: 'complete' });
+    if (ok && this.cache.enabled && reservation.since !== undefined) {
+      const req = deferred?.request ?? reservation.request;
+      if (req)
+        this.db.afterCommit(() =>
+          this.cache.set(
+            req.scope,
+            req.key,
+            { requestHash: req.requestHash, ...answer },
+            // The record expires ttl after a statement that ran after `since` (the reservation,
+            // or, where the dialect resets the expiry, the completion).
+            Math.floor(opts.ttlMs),
+            reservation.since!,
+          ),
+        );
+    }
     return ok;
   }
 
@@ -249,6 +305,35 @@ export class IdempotencyLedger {
     return this.db.withoutTransaction(() =>
       this.sql.release(this.db.exec(), reservation.id, reservation.token),
     );
+  }
+
+  /** A live completed record this process knows answers (replay or mismatch), with no statement. */
+  private fromCache(req: LedgerRequest): SettledDecision | undefined {
+    const hit = this.cache.get(req.scope, req.key);
+    if (!hit) return undefined;
+    if (!hit.requestHash.equals(req.requestHash)) return { kind: 'mismatch' };
+    return {
+      kind: 'replay',
+      answer: { status: hit.status, headers: hit.headers, body: hit.body },
+    };
+  }
+
+  /** What a committed row decides; a live completed one is kept in the replay cache. */
+  private settleRow(req: LedgerRequest, row: IdempotencyRow, since: number): SettledDecision {
+    if (row.state === 'completed' && !row.expired && row.expiresInMs !== undefined)
+      this.cache.set(
+        req.scope,
+        req.key,
+        {
+          requestHash: row.requestHash,
+          status: row.responseStatus ?? 200,
+          headers: row.responseHeaders,
+          body: row.responseBody,
+        },
+        row.expiresInMs,
+        since,
+      );
+    return settle(req, row);
   }
 
   private reserveParams(req: LedgerRequest): ReserveParams {
@@ -269,10 +354,12 @@ export class IdempotencyLedger {
 }
 
 const reserved = (
+  request: LedgerRequest,
   id: string,
   token: string,
+  since: number,
   takenOver?: 'expired' | 'lease-lapsed',
-): LedgerDecision => ({ kind: 'reserved', reservation: { id, token }, takenOver });
+): LedgerDecision => ({ kind: 'reserved', reservation: { id, token, since, request }, takenOver });
 
 /**
  * What a live record that is not ours decides: in flight → in progress, whatever the payload (in

@@ -1,3 +1,4 @@
+import { ReplayCache } from '../../lib/persistence/replay.cache';
 import { IdempotencyLedger, type LedgerRequest } from '../../lib/persistence/idempotency-ledger';
 import type {
   IdempotencyRow,
@@ -134,7 +135,12 @@ function ledgerOn(sql: MemoryLedgerSql, nonBlockingReads = true) {
     withoutTransaction: <T>(fn: () => Promise<T>) => fn(),
   };
   const metrics = { idempotencyStoreLatency: { record: () => undefined } };
-  return new IdempotencyLedger(db as any, metrics as any, { lockTimeoutMs: 100 } as any);
+  return new IdempotencyLedger(
+    db as any,
+    metrics as any,
+    { lockTimeoutMs: 100 } as any,
+    new ReplayCache({ replayCache: false }),
+  );
 }
 
 const request = (over: Partial<LedgerRequest> = {}): LedgerRequest => ({

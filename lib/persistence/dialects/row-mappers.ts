@@ -101,5 +101,9 @@ export function mapIdempotencyRow(r: any): IdempotencyRow {
     leaseToken: r.lease_token ?? null,
     expired: bool(r.expired),
     leaseRemainingMs: Math.max(0, num(r.lease_remaining_ms)),
+    expiresInMs:
+      r.expires_in_ms === null || r.expires_in_ms === undefined
+        ? undefined
+        : Math.max(0, num(r.expires_in_ms)),
   };
 }

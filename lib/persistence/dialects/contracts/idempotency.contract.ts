@@ -13,6 +13,12 @@ export interface IdempotencyRow {
   expired: boolean;
   /** Milliseconds left on the lease of a started record (0 when none or lapsed). */
   leaseRemainingMs: number;
+  /**
+   * Milliseconds until the record expires, on the database clock (0 when expired; a dialect may
+   * cap it, e.g. at one day). Undefined where a dialect does not read it: such a record is not
+   * kept by the replay cache.
+   */
+  expiresInMs?: number;
 }
 
 export interface ReserveParams {

@@ -49,10 +49,16 @@ export function mssqlIdempotencySql(t: QuotedTables): IdempotencySql {
   // DATEADD takes an INT: milliseconds overflow after ~24.8 days, so split into seconds + ms.
   const plus = (p: string, base: string) =>
     `DATEADD(millisecond, CAST(${p} % 1000 AS INT), DATEADD(second, CAST(${p} / 1000 AS INT), ${base}))`;
+  // expires_in_ms (the replay cache's bound) is capped at one day: DATEDIFF returns an INT, which
+  // overflows for milliseconds past 24 days 20 h (Microsoft's DATEDIFF docs); the cache keeps an
+  // entry far less long anyway (maxAgeMs).
   const rowColumns = `id, state, request_hash, response_status, response_headers, response_body, lease_token,
      CASE WHEN expires_at <= @now THEN 1 ELSE 0 END AS expired,
      CASE WHEN locked_until IS NULL OR locked_until <= @now THEN 0
-          ELSE DATEDIFF(millisecond, @now, locked_until) END AS lease_remaining_ms`;
+          ELSE DATEDIFF(millisecond, @now, locked_until) END AS lease_remaining_ms,
+     CASE WHEN expires_at <= @now THEN 0
+          WHEN expires_at >= DATEADD(day, 1, @now) THEN 86400000
+          ELSE DATEDIFF(millisecond, @now, expires_at) END AS expires_in_ms`;
   // The dynamic insert, with its own parameters (quotes doubled inside the N'…' literal).
   const insert = (lockTimeoutMs: number) =>
     `SET LOCK_TIMEOUT ${lockTimeoutMs};

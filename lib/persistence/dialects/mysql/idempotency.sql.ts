@@ -53,7 +53,8 @@ export function mysqlIdempotencySql(t: QuotedTables, isMariaDb: boolean): Idempo
         `SELECT id, state, request_hash, response_status, response_headers, response_body, lease_token,
                 (expires_at <= UTC_TIMESTAMP(3)) AS expired,
                 CASE WHEN locked_until IS NULL THEN 0
-                     ELSE GREATEST(0, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), locked_until) DIV 1000) END AS lease_remaining_ms
+                     ELSE GREATEST(0, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), locked_until) DIV 1000) END AS lease_remaining_ms,
+                GREATEST(0, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), expires_at) DIV 1000) AS expires_in_ms
            FROM ${T} WHERE scope = ? AND idempotency_key = ?`,
         [scope, key],
       );

@@ -15,7 +15,8 @@ export function postgresIdempotencySql(t: QuotedTables): IdempotencySql {
   const rowColumns = `id, state, request_hash, response_status, response_headers, response_body, lease_token,
      (expires_at <= statement_timestamp()) AS expired,
      CASE WHEN locked_until IS NULL THEN 0
-          ELSE GREATEST(0, CEIL(EXTRACT(EPOCH FROM (locked_until - statement_timestamp())) * 1000))::bigint END AS lease_remaining_ms`;
+          ELSE GREATEST(0, CEIL(EXTRACT(EPOCH FROM (locked_until - statement_timestamp())) * 1000))::bigint END AS lease_remaining_ms,
+     GREATEST(0, FLOOR(EXTRACT(EPOCH FROM (expires_at - statement_timestamp())) * 1000))::bigint AS expires_in_ms`;
   const lockKey = `hashtextextended($1 || chr(31) || $2, 7340)`;
   return {
     singleWrite: {

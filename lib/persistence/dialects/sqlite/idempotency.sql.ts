@@ -21,7 +21,8 @@ export function sqliteIdempotencySql(t: QuotedTables): IdempotencySql {
   const rowColumns = `id, state, request_hash, response_status, response_headers, response_body, lease_token,
                 (expires_at <= ${now}) AS expired,
                 CASE WHEN locked_until IS NULL THEN 0
-                     ELSE MAX(0, CAST((julianday(locked_until) - julianday('now')) * 86400000 AS INTEGER)) END AS lease_remaining_ms`;
+                     ELSE MAX(0, CAST((julianday(locked_until) - julianday('now')) * 86400000 AS INTEGER)) END AS lease_remaining_ms,
+                MAX(0, CAST((julianday(expires_at) - julianday('now')) * 86400000 AS INTEGER)) AS expires_in_ms`;
   return {
     async reserve(exec, p) {
       const { rows } = await exec(

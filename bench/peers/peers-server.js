@@ -1,0 +1,283 @@
+'use strict';
+/*
+ * The peers benchmark's app: ONE Nest 11 app, one handler (insert a payment into PostgreSQL,
+ * answer 201 with it), wired per VARIANT with this library (installed from its packed tarball
+ * into bench/peers/node_modules) or with a peer. Plain JavaScript run from bench/peers/, so that
+ * every require resolves in bench/peers/node_modules (the peers' own install), never in the
+ * library's.
+ *
+ * VARIANT:
+ * - lib: POST /a (no idempotency, autocommit insert), POST /a-tx (the same insert in a nestjs-cls
+ *   transaction, no gate), POST /payments (@Idempotent(), transactional mode), POST
+ *   /payments-leased (@Idempotent({ mode: 'leased', leaseMs: 5000 }));
+ * - ni-redis / ni-memory: POST /payments with @node-idempotency/nestjs (Redis / in-memory storage);
+ * - ei-redis: POST /payments behind the express-idempotency middleware with its Redis adapter.
+ * Every handler sleeps `x-delay-ms` after its insert (the crash probe kills the process then).
+ * GET /health; GET /bench/statements: the SQL statements sent and the requests answered since the
+ * last call (and resets both), and the requests in flight.
+ *
+ * Env: VARIANT, PG_URL, REDIS_URL, PORT, HOST; LIB_DIR (lib-before: where that build is unpacked).
+ */
+require('reflect-metadata');
+const { randomUUID } = require('node:crypto');
+const {
+  Body,
+  Controller,
+  Get,
+  Headers,
+  Inject,
+  Module,
+  Post,
+  Req,
+  Res,
+} = require('@nestjs/common');
+const { NestFactory } = require('@nestjs/core');
+const { TypeOrmModule, getDataSourceToken } = require('@nestjs/typeorm');
+const { ClsModule } = require('nestjs-cls');
+const {
+  ClsPluginTransactional,
+  TransactionHost,
+  Transactional,
+} = require('@nestjs-cls/transactional');
+const { TransactionalAdapterTypeOrm } = require('@nestjs-cls/transactional-adapter-typeorm');
+
+const VARIANT = process.env.VARIANT || 'lib';
+/** `lib-before`: the same app on another build of this library, unpacked under LIB_DIR/node_modules. */
+const IS_LIB = VARIANT === 'lib' || VARIANT === 'lib-before';
+const LIB = process.env.LIB_DIR
+  ? require.resolve('nestjs-exactly-once', { paths: [process.env.LIB_DIR] })
+  : 'nestjs-exactly-once';
+const PG_URL = process.env.PG_URL;
+const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
+
+/** Counts every statement the app's DataSource sends (TypeORM calls logQuery for each). */
+class StatementCounter {
+  constructor() {
+    this.counts = {};
+  }
+  logQuery(query) {
+    const word = (/^\s*([A-Za-z]+)/.exec(query) || [, 'OTHER'])[1].toUpperCase();
+    const kind = word === 'START' ? 'BEGIN' : word;
+    this.counts[kind] = (this.counts[kind] || 0) + 1;
+  }
+  logQueryError(error, query) {
+    console.error(
+      `query failed: ${error && error.message ? error.message : error}: ${query.slice(0, 120)}`,
+    );
+  }
+  logQuerySlow() {}
+  logSchemaBuild() {}
+  logMigration() {}
+  log() {}
+  take() {
+    const out = this.counts;
+    this.counts = {};
+    return out;
+  }
+}
+const counter = new StatementCounter();
+
+// Decorators applied by hand (plain JavaScript): method, parameter and class decorators.
+function method(Cls, name, decorators, params = []) {
+  const d = Object.getOwnPropertyDescriptor(Cls.prototype, name);
+  Object.defineProperty(Cls.prototype, name, Reflect.decorate(decorators, Cls.prototype, name, d));
+  params.forEach((p, i) => p && p(Cls.prototype, name, i));
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** The one handler body: insert a payment on the ambient manager, then sleep x-delay-ms. */
+async function insertPayment(txHost, body, delay) {
+  const payment = {
+    id: randomUUID(),
+    customerId: String((body && body.customerId) || 'anon'),
+    amount: Number((body && body.amount) || 1),
+  };
+  await txHost.tx.query('INSERT INTO payments (id, customer_id, amount) VALUES ($1, $2, $3)', [
+    payment.id,
+    payment.customerId,
+    payment.amount,
+  ]);
+  const ms = Number(delay || 0);
+  if (ms > 0) await sleep(ms);
+  return payment;
+}
+
+/** Requests of the measured routes in flight, and answered since the last `/bench/statements`. */
+const traffic = { inFlight: 0, completed: 0 };
+function trackTraffic(req, res, next) {
+  if (req.url.startsWith('/bench/') || req.url === '/health') return next();
+  traffic.inFlight++;
+  res.once('close', () => {
+    traffic.inFlight--;
+    traffic.completed++;
+  });
+  next();
+}
+
+class HealthController {
+  health() {
+    return { ok: true };
+  }
+  /** The statements and answered requests since the last call (and resets both), and the requests in flight. */
+  statements() {
+    const out = {
+      statements: counter.take(),
+      completed: traffic.completed,
+      inFlight: traffic.inFlight,
+    };
+    traffic.completed = 0;
+    return out;
+  }
+}
+method(HealthController, 'health', [Get('health')]);
+method(HealthController, 'statements', [Get('bench/statements')]);
+Reflect.decorate([Controller()], HealthController);
+
+function libController() {
+  const { Idempotent } = require(LIB);
+  class LibController {
+    constructor(txHost) {
+      this.txHost = txHost;
+    }
+    a(body, delay) {
+      return insertPayment(this.txHost, body, delay);
+    }
+    aTx(body, delay) {
+      return insertPayment(this.txHost, body, delay);
+    }
+    guarded(body, delay) {
+      return insertPayment(this.txHost, body, delay);
+    }
+    leased(body, delay) {
+      return insertPayment(this.txHost, body, delay);
+    }
+  }
+  const args = [Body(), Headers('x-delay-ms')];
+  method(LibController, 'a', [Post('a')], args);
+  method(LibController, 'aTx', [Post('a-tx'), Transactional()], args);
+  method(LibController, 'guarded', [Post('payments'), Idempotent()], args);
+  method(
+    LibController,
+    'leased',
+    [Post('payments-leased'), Idempotent({ mode: 'leased', leaseMs: 5000 })],
+    args,
+  );
+  Inject(TransactionHost)(LibController, undefined, 0);
+  return Reflect.decorate([Controller()], LibController);
+}
+
+function nodeIdempotencyController() {
+  const { Idempotent } = require('@node-idempotency/nestjs');
+  class NiController {
+    constructor(txHost) {
+      this.txHost = txHost;
+    }
+    create(body, delay) {
+      return insertPayment(this.txHost, body, delay);
+    }
+  }
+  method(NiController, 'create', [Post('payments'), Idempotent()], [Body(), Headers('x-delay-ms')]);
+  Inject(TransactionHost)(NiController, undefined, 0);
+  return Reflect.decorate([Controller()], NiController);
+}
+
+function expressIdempotencyController() {
+  const { getSharedIdempotencyService } = require('express-idempotency');
+  class EiController {
+    constructor(txHost) {
+      this.txHost = txHost;
+    }
+    async create(req, res, body, delay) {
+      // The middleware answered a replay (or a conflict) itself and still calls next().
+      if (getSharedIdempotencyService().isHit(req)) return;
+      const payment = await insertPayment(this.txHost, body, delay);
+      res.status(201).json(payment);
+    }
+  }
+  method(EiController, 'create', [Post('payments')], [Req(), Res(), Body(), Headers('x-delay-ms')]);
+  Inject(TransactionHost)(EiController, undefined, 0);
+  return Reflect.decorate([Controller()], EiController);
+}
+
+function appModule() {
+  const imports = [
+    TypeOrmModule.forRoot({
+      type: 'postgres',
+      url: PG_URL,
+      applicationName: `peers-${VARIANT}`,
+      logger: counter,
+      synchronize: false,
+      ...(IS_LIB
+        ? (() => {
+            const lib = require(LIB);
+            return {
+              entities: lib.getIdempotencyEntities({ type: 'postgres' }),
+              migrations: lib.getIdempotencyMigrations(),
+              migrationsRun: true,
+            };
+          })()
+        : {}),
+    }),
+    ClsModule.forRoot({
+      global: true,
+      middleware: { mount: true },
+      plugins: [
+        new ClsPluginTransactional({
+          adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: getDataSourceToken() }),
+        }),
+      ],
+    }),
+  ];
+  let controller;
+  if (IS_LIB) {
+    const { IdempotencyModule } = require(LIB);
+    imports.push(
+      IdempotencyModule.forRoot({
+        logger: false,
+        cleanup: { enabled: false },
+        outbox: { relayEnabled: false },
+      }),
+    );
+    controller = libController();
+  } else if (VARIANT === 'ni-redis' || VARIANT === 'ni-memory') {
+    const { NodeIdempotencyModule } = require('@node-idempotency/nestjs');
+    imports.push(
+      NodeIdempotencyModule.forRootAsync({
+        storage:
+          VARIANT === 'ni-redis'
+            ? { adapter: 'redis', options: { url: REDIS_URL } }
+            : { adapter: 'memory' },
+      }),
+    );
+    controller = nodeIdempotencyController();
+  } else if (VARIANT === 'ei-redis') {
+    controller = expressIdempotencyController();
+  } else {
+    throw new Error(`unknown VARIANT ${VARIANT}`);
+  }
+  class PeersAppModule {}
+  return Reflect.decorate(
+    [Module({ imports, controllers: [HealthController, controller] })],
+    PeersAppModule,
+  );
+}
+
+async function main() {
+  const app = await NestFactory.create(appModule(), { logger: ['error', 'warn'] });
+  app.use(trackTraffic);
+  if (VARIANT === 'ei-redis') {
+    const { idempotency } = require('express-idempotency');
+    const RedisAdapter = require('express-idempotency-redis-adapter').default;
+    const adapter = new RedisAdapter({ connectionConfig: { url: REDIS_URL } });
+    await adapter.connect();
+    app.use('/payments', idempotency({ dataAdapter: adapter }));
+  }
+  app.enableShutdownHooks();
+  await app.listen(Number(process.env.PORT || 3000), process.env.HOST || '127.0.0.1');
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
