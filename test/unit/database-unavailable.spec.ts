@@ -24,6 +24,14 @@ const tedious = (number: number, message: string) => {
   const t = Object.assign(new TediousRequestError(message, 'EREQUEST'), { number });
   return new QueryFailedError('SELECT 1', [], new mssql.RequestError(t, 'EREQUEST'));
 };
+/** What tedious answers a request made on a connection in `state` (Connection#makeRequest). */
+const tediousState = (state: string) => {
+  const t = new TediousRequestError(
+    `Requests can only be made in the LoggedIn state, not the ${state} state`,
+    'EINVALIDSTATE',
+  );
+  return new QueryFailedError('INSERT', [], new mssql.RequestError(t, 'EINVALIDSTATE'));
+};
 const sqlite = (code: string) =>
   new QueryFailedError('INSERT', [], new BetterSqlite3.SqliteError('sqlite says no', code));
 
@@ -64,6 +72,10 @@ describe('isDatabaseUnavailable', () => {
       'mssql: connection lost',
       new mssql.ConnectionError('Connection lost - read ECONNRESET', 'ESOCKET'),
     ],
+    [
+      'mssql: statement on a connection the server ended (session killed mid-transaction)',
+      tediousState('Final'),
+    ],
     ['sqlite: database busy', sqlite('SQLITE_BUSY')],
     ['typeorm: released query runner', new QueryRunnerAlreadyReleasedError()],
   ])('%s: unavailable', (_name, error) => {
@@ -79,6 +91,10 @@ describe('isDatabaseUnavailable', () => {
     [
       'mssql: cannot open database (4060)',
       tedious(4060, 'Cannot open database "x" requested by the login.'),
+    ],
+    [
+      'mssql: request while another runs on the same connection (a fault of the code)',
+      tediousState('SentClientRequest'),
     ],
     ['sqlite: constraint', sqlite('SQLITE_CONSTRAINT_UNIQUE')],
     ['a plain error', new Error('boom')],

@@ -34,7 +34,12 @@ export function someCause(error: unknown, test: (e: any) => boolean): boolean {
  *   (lock wait time-out), 1213 (deadlock), 2002 / 2006 / 2013 (cannot connect, gone, lost).
  * - SQL Server (mssql / tedious): ESOCKET, ECONNCLOSED, ETIMEOUT, ENOTOPEN codes; error numbers
  *   1205 (deadlock victim), 1222 (lock request time-out), and Azure SQL's transient 40501,
- *   40613, 40197, 49918-49920 (not 4060, "cannot open database": a configuration error).
+ *   40613, 40197, 49918-49920 (not 4060, "cannot open database": a configuration error);
+ *   tedious' EINVALIDSTATE "… not the Final state": a statement sent on a connection the server
+ *   has ended (its session killed, the server gone) while a transaction still held it (seen on
+ *   Babelfish 4.3 after `KILL <spid>`; tedious raises it before anything is sent, so it is the
+ *   same on SQL Server). EINVALIDSTATE in any other state is a request sent while another runs on
+ *   the same connection: a fault of the code, left a 500.
  * - SQLite (better-sqlite3): SQLITE_BUSY* (another process holds the file past the busy time-out).
  * - TypeORM: a statement on a query runner released after its connection failed.
  */
@@ -70,6 +75,8 @@ const UNAVAILABLE_PG_SQLSTATES = new Set([
 ]);
 const UNAVAILABLE_MYSQL_ERRNOS = new Set([1040, 1205, 1213, 2002, 2006, 2013]);
 const UNAVAILABLE_MSSQL_NUMBERS = new Set([1205, 1222, 40501, 40613, 40197, 49918, 49919, 49920]);
+/** tedious' state once the connection has ended (`Connection.STATE.FINAL`). */
+const TEDIOUS_ENDED = /not the Final state$/;
 const PG_MESSAGES = [
   /^Connection terminated/,
   /timeout exceeded when trying to connect/,
@@ -82,6 +89,7 @@ export function isUnavailableDriverError(e: any): boolean {
   const code = e.code;
   if (typeof code === 'string') {
     if (SOCKET_CODES.has(code)) return true;
+    if (code === 'EINVALIDSTATE') return TEDIOUS_ENDED.test(String(e.message));
     if (code.startsWith('SQLITE_BUSY')) return true;
     // SQLSTATE (PostgreSQL; mysql2 puts it in sqlState): class 08 is "connection exception".
     if (/^[0-9A-Z]{5}$/.test(code) && (code.startsWith('08') || UNAVAILABLE_PG_SQLSTATES.has(code)))
