@@ -35,9 +35,10 @@ import { assertInvariants, keyOf, type Scenario } from './support/invariants';
  * - the database server gone for a few seconds (FAULT_DB_DOWN_MS) and back: the processes reach
  *   the database through a TCP proxy the test cuts (every connection dropped, new ones refused,
  *   what a client sees of a stopped server) and restores. A proxy rather than stopping the
- *   server itself: the same test then runs against any server the suite is pointed at (a shared
- *   local one, SQL Server in a CI service container, Azure SQL) without owning its process; a
- *   stop through `pg_ctl` would test Babelfish's process manager, not SQL Server.
+ *   server itself: the test needs no hold on the server's process, so it can be pointed at a
+ *   shared local server or at SQL Server in the workflow's service container (run here on
+ *   PostgreSQL and Babelfish only); a stop through `pg_ctl` would test Babelfish's process
+ *   manager, not SQL Server.
  * While the service cannot do its job it answers 503 (with Retry-After) or 409, never a 2xx it
  * cannot stand by; it recovers by itself, and the invariants hold: nothing lost, nothing doubled.
  */
