@@ -242,11 +242,11 @@ describeEachDatabase(
 
 /**
  * The same losses on SQL Server: the session is ended with T-SQL's `KILL <session id>` from an
- * admin connection, the session found by `@@SPID` or `sys.dm_exec_sessions` (both on SQL Server
- * and on Babelfish 4.3, whose KILL terminates the PostgreSQL backend behind the TDS session; its
- * `@@SPID` is that backend's process id). Babelfish has no `WAITFOR` and no
- * `sys.dm_exec_requests`: a request is held mid-statement by a row lock the test holds, which
- * works the same on both.
+ * admin connection, the session found by `@@SPID` or `sys.dm_exec_sessions` (Microsoft documents
+ * all three for SQL Server; run here on Babelfish 4.3, whose KILL terminates the PostgreSQL
+ * backend behind the TDS session and whose `@@SPID` is that backend's process id). Babelfish has
+ * no `WAITFOR` and no `sys.dm_exec_requests`: a request is held mid-statement by a row lock the
+ * test holds (an UPDATE waits on another transaction's row lock on SQL Server as well).
  * Unlike on PostgreSQL, TypeORM does not release a SQL Server transaction's query runner when its
  * connection ends: the next statement on it fails in tedious ("Requests can only be made in the
  * LoggedIn state, not the Final state", code EINVALIDSTATE), without reaching any server.
