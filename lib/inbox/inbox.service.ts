@@ -5,6 +5,7 @@ import { LibraryLogger } from '../observability/library-logger';
 import { MetricsService } from '../observability/metrics.service';
 import { QueryRunnerAlreadyReleasedError } from 'typeorm';
 import { DatabaseService } from '../persistence/database.service';
+import { isDatabaseConnectionLost } from '../persistence/database-unavailable';
 import { ReadFirstPolicy } from '../persistence/read-first.policy';
 import type { InboxClaim, InboxRow } from '../persistence/dialects';
 import { settledClaim } from '../persistence/dialects';
@@ -184,9 +185,10 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
           this.db.strayWrites.end(watch);
           return { claim, result };
         } catch (e) {
-          // TypeORM releases a transaction's query runner when its connection reports an error:
-          // the handler failed because the database did.
-          connectionLost = !!runner?.isReleased;
+          // The handler failed because the database did: TypeORM releases a transaction's query
+          // runner when its connection reports an error (PostgreSQL, MySQL); on SQL Server it
+          // leaves the runner and only the error says so (found with KILL on Babelfish).
+          connectionLost = !!runner?.isReleased || isDatabaseConnectionLost(e);
           throw e;
         }
       });

@@ -1,4 +1,9 @@
-import { isUnavailableDriverError, someCause } from './dialects/driver-errors';
+import { QueryFailedError, QueryRunnerAlreadyReleasedError } from 'typeorm';
+import {
+  isConnectionLostDriverError,
+  isUnavailableDriverError,
+  someCause,
+} from './dialects/driver-errors';
 
 /**
  * Whether an error means "the database could not do this right now" (connection refused, lost
@@ -11,4 +16,18 @@ import { isUnavailableDriverError, someCause } from './dialects/driver-errors';
  */
 export function isDatabaseUnavailable(error: unknown): boolean {
   return someCause(error, isUnavailableDriverError);
+}
+
+/**
+ * Whether a statement failed because the database connection under it ended (reset, closed, the
+ * session killed, the server stopped), so a transaction on it is lost whatever the statement
+ * was. Only errors of database statements count (a TypeORM QueryFailedError or a released query
+ * runner): a socket error of some other client (an HTTP call in a handler) is not the database's.
+ */
+export function isDatabaseConnectionLost(error: unknown): boolean {
+  if (someCause(error, (e) => e instanceof QueryRunnerAlreadyReleasedError)) return true;
+  return (
+    someCause(error, (e) => e instanceof QueryFailedError) &&
+    someCause(error, isConnectionLostDriverError)
+  );
 }

@@ -4,15 +4,21 @@ import { TcpProxy } from '../fixtures/outbox/tcp-proxy';
 import {
   createTestDatabase,
   databaseKinds,
+  MSSQL_URL,
   openDataSource,
   PG_ADMIN_URL,
+  placeholder,
   type TestDatabase,
+  type TestDatabaseKind,
 } from '../support/databases';
 import type { AppProcess } from '../support/sample-app';
 import {
   type Attempt,
   closeAgents,
+  header,
   type KeyOutcome,
+  paymentBody,
+  postOnce,
   postUntilCreated,
   sleep,
 } from './support/fault-client';
@@ -20,16 +26,25 @@ import { describeEachDatabase, FaultCluster } from './support/fault-cluster';
 import { assertInvariants, keyOf, type Scenario } from './support/invariants';
 
 /**
- * Outages under load, on real sample-app processes and PostgreSQL:
+ * Outages under load, on real sample-app processes, on PostgreSQL and SQL Server:
  * - RabbitMQ unreachable for 30 s (FAULT_BROKER_OUTAGE_MS): the processes reach the broker
  *   through a TCP proxy the test cuts and restores (the machine's RabbitMQ is never touched);
- * - the database connections of the processes terminated again and again for a few seconds
- *   (`pg_terminate_backend`).
- * While the service cannot do its job it answers 503 or 409, never a 2xx it cannot stand by;
- * it recovers by itself, and the invariants hold: nothing lost, nothing doubled.
+ * - the database sessions of the processes ended again and again for a few seconds
+ *   (FAULT_DB_OUTAGE_MS): `pg_terminate_backend` on PostgreSQL, T-SQL `KILL` on SQL Server (on
+ *   Babelfish 4.3 that KILL terminates the PostgreSQL backend behind the TDS session);
+ * - the database server gone for a few seconds (FAULT_DB_DOWN_MS) and back: the processes reach
+ *   the database through a TCP proxy the test cuts (every connection dropped, new ones refused,
+ *   what a client sees of a stopped server) and restores. A proxy rather than stopping the
+ *   server itself: the test needs no hold on the server's process, so it can be pointed at a
+ *   shared local server or at SQL Server in the workflow's service container (run here on
+ *   PostgreSQL and Babelfish only); a stop through `pg_ctl` would test Babelfish's process
+ *   manager, not SQL Server.
+ * While the service cannot do its job it answers 503 (with Retry-After) or 409, never a 2xx it
+ * cannot stand by; it recovers by itself, and the invariants hold: nothing lost, nothing doubled.
  */
 const BROKER_OUTAGE_MS = Math.max(5000, Number(process.env.FAULT_BROKER_OUTAGE_MS ?? 30_000));
 const DB_OUTAGE_MS = Math.max(1000, Number(process.env.FAULT_DB_OUTAGE_MS ?? 5000));
+const DB_DOWN_MS = Math.max(1000, Number(process.env.FAULT_DB_DOWN_MS ?? 5000));
 const CLIENTS = 6;
 
 const rand = () => randomBytes(3).toString('hex');
@@ -67,30 +82,88 @@ function steadyLoad(prefix: string, targets: () => string[]) {
   };
 }
 
+type ServerKind = Extract<TestDatabaseKind['name'], 'postgres' | 'mssql'>;
+
+/** How the test ends the database sessions of the processes, per server. */
+interface Sessions {
+  /** The id of the session the query runs on. */
+  own(ds: DataSource): Promise<number>;
+  /** Ends every session connected to `dbName` but `spared` (and the admin's own); how many. */
+  endAllBut(admin: DataSource, dbName: string, spared: number): Promise<number>;
+}
+
+const SESSIONS: Record<ServerKind, Sessions & { adminUrl: () => string }> = {
+  postgres: {
+    adminUrl: () => PG_ADMIN_URL,
+    own: async (ds) => Number((await ds.query('SELECT pg_backend_pid() AS id'))[0].id),
+    endAllBut: async (admin, dbName, spared) =>
+      (
+        await admin.query(
+          `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+            WHERE datname = $1 AND pid <> pg_backend_pid() AND pid <> $2`,
+          [dbName, spared],
+        )
+      ).length,
+  },
+  mssql: {
+    adminUrl: () => MSSQL_URL!,
+    own: async (ds) => Number((await ds.query('SELECT @@SPID AS id'))[0].id),
+    endAllBut: async (admin, dbName, spared) => {
+      const rows: Array<{ id: number }> = await admin.query(
+        `SELECT session_id AS id FROM sys.dm_exec_sessions
+          WHERE database_id = DB_ID(@0) AND is_user_process = 1 AND session_id <> @@SPID AND session_id <> @1`,
+        [dbName, spared],
+      );
+      let ended = 0;
+      for (const { id } of rows) {
+        // KILL takes a literal; the id is a number the server gave. A session that ended
+        // meanwhile (or that Babelfish does not list as a TDS connection yet) is passed over.
+        try {
+          await admin.query(`KILL ${Math.trunc(Number(id))}`);
+          ended++;
+        } catch {
+          // gone already
+        }
+      }
+      return ended;
+    },
+  },
+};
+
 const failures = (outcomes: KeyOutcome[]) =>
   outcomes
     .flatMap((o) => o.attempts)
     .filter((a: Attempt) => a.status === undefined || a.status >= 500);
 
 describeEachDatabase(
-  databaseKinds().filter((k) => k === 'postgres'),
+  databaseKinds().filter((k): k is ServerKind => k === 'postgres' || k === 'mssql'),
   'outages on %s',
   (kind) => {
+    const sessions = SESSIONS[kind];
     let db: TestDatabase;
     let ds: DataSource;
     let cluster: FaultCluster;
     let proxy: TcpProxy;
+    let dbProxy: TcpProxy;
     let apps: AppProcess[] = [];
 
     beforeAll(async () => {
       db = await createTestDatabase(kind);
       proxy = await new TcpProxy(RABBIT_PORT).start();
+      // The processes reach the database through a proxy (cut in the server-gone case); the
+      // test's own connections go straight to it.
+      const direct = new URL(db.url);
+      dbProxy = await new TcpProxy(Number(direct.port), direct.hostname).start();
+      const proxied = new URL(db.url);
+      proxied.port = String(dbProxy.port);
       // The relay's retry budget (outbox.maxAttempts × backoff) must outlast the broker outage,
       // or the messages waiting through it turn dead (see docs/guarantees.md): 40 attempts with
       // a 3 s backoff cap ride out minutes, and the relay resumes within 3 s of the broker's return.
-      cluster = new FaultCluster(db.url, () => `amqp://guest:guest@127.0.0.1:${proxy.port}`, {
-        OUTBOX_MAX_ATTEMPTS: '40',
-      });
+      cluster = new FaultCluster(
+        proxied.toString(),
+        () => `amqp://guest:guest@127.0.0.1:${proxy.port}`,
+        { OUTBOX_MAX_ATTEMPTS: '40' },
+      );
       apps = [await cluster.spawn()];
       apps.push(await cluster.spawn());
       ds = await openDataSource(db.url);
@@ -100,6 +173,7 @@ describeEachDatabase(
       closeAgents();
       await cluster?.stop();
       await proxy?.cut();
+      await dbProxy?.cut();
       await ds?.destroy();
       await db?.drop();
     });
@@ -116,7 +190,7 @@ describeEachDatabase(
       Number(
         (
           await ds.query(
-            `SELECT COUNT(*) AS n FROM outbox_messages WHERE status = 'pending' AND payload LIKE $1`,
+            `SELECT COUNT(*) AS n FROM outbox_messages WHERE status = 'pending' AND payload LIKE ${placeholder(kind, 0)}`,
             [`%"customerId":"${prefix}%`],
           )
         )[0].n,
@@ -143,10 +217,53 @@ describeEachDatabase(
       );
     });
 
-    it(`database connections terminated for ${DB_OUTAGE_MS / 1000} s under load: 503/409 while it lasts, never a wrong 2xx, recovery without help`, async () => {
+    /** Every 5xx a 503 with Retry-After (a lost database is not the request's fault), never a 500. */
+    const expectOnly503 = (failed: Attempt[]) => {
+      const wrong = failed.filter(
+        (a) => a.status !== undefined && (a.status !== 503 || !header(a, 'retry-after')),
+      );
+      expect(
+        wrong.map(
+          (a) =>
+            `${a.status} retry-after=${header(a, 'retry-after')} ${a.body?.toString('utf8').slice(0, 200)}`,
+        ),
+      ).toEqual([]);
+    };
+
+    /** Each process creates a payment again by itself (no restart, no help). */
+    const eachProcessServes = async (prefix: string, outcomes: KeyOutcome[]) => {
+      for (const app of apps) {
+        const c = `${prefix}after-${rand()}`;
+        const o = await postUntilCreated(keyOf(c), c, {
+          target: () => app.url,
+          deadlineMs: 30_000,
+        });
+        if (!o.created) {
+          const seen = o.attempts.map(
+            (a) => `${a.status ?? a.error} ${a.body?.toString('utf8').slice(0, 160) ?? ''}`,
+          );
+          throw new Error(
+            `${app.url} did not recover: ${seen.slice(-5).join(' | ')}\n${app.output().slice(-3000)}`,
+          );
+        }
+        outcomes.push(o);
+      }
+    };
+
+    const statusCounts = (failed: Attempt[]) => {
+      const statuses = new Map<string, number>();
+      for (const a of failed)
+        statuses.set(
+          String(a.status ?? a.error),
+          (statuses.get(String(a.status ?? a.error)) ?? 0) + 1,
+        );
+      return JSON.stringify(Object.fromEntries(statuses));
+    };
+
+    it(`database sessions ended for ${DB_OUTAGE_MS / 1000} s under load: 503/409 while it lasts, never a wrong 2xx, recovery without help`, async () => {
       const prefix = `od${rand()}-`;
       const dbName = new URL(db.url).pathname.slice(1);
-      const admin = await openDataSource(PG_ADMIN_URL);
+      const admin = await openDataSource(sessions.adminUrl());
       // The test's own connections to the database go too: reopen afterwards.
       await ds.destroy();
       const load = steadyLoad(prefix, () => apps.map((a) => a.url));
@@ -156,21 +273,16 @@ describeEachDatabase(
       const watchUrl = new URL(db.url);
       watchUrl.searchParams.set('pool', '1');
       const watch = await openDataSource(watchUrl.toString());
-      const watchPid = Number((await watch.query('SELECT pg_backend_pid() AS pid'))[0].pid);
+      const watchId = await sessions.own(watch);
       let terminated = 0;
       let committedStarts = 0;
       try {
         await sleep(2000);
         const until = Date.now() + DB_OUTAGE_MS;
         while (Date.now() < until) {
-          const rows: unknown[] = await admin.query(
-            `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-              WHERE datname = $1 AND pid <> pg_backend_pid() AND pid <> $2`,
-            [dbName, watchPid],
-          );
-          terminated += rows.length;
+          terminated += await sessions.endAllBut(admin, dbName, watchId);
           const started = await watch.query(
-            `SELECT COUNT(*) AS n FROM idempotency_records WHERE state = 'started' AND idempotency_key LIKE $1`,
+            `SELECT COUNT(*) AS n FROM idempotency_records WHERE state = 'started' AND idempotency_key LIKE ${placeholder(kind, 0)}`,
             [`key-${prefix}%`],
           );
           committedStarts = Math.max(committedStarts, Number(started[0].n));
@@ -187,41 +299,54 @@ describeEachDatabase(
         // A lost connection is the database's failure, not the request's: every 5xx is a 503
         // (Retry-After), never a 500 (before: the handler's own statement or OutboxService's
         // "no transaction" check on a released runner answered 500).
-        const not503 = failed.filter((a) => a.status !== undefined && a.status !== 503);
-        expect(not503.map((a) => `${a.status} ${a.body?.toString('utf8').slice(0, 200)}`)).toEqual(
-          [],
-        );
-        for (const app of apps) {
-          const c = `${prefix}after-${rand()}`;
-          const o = await postUntilCreated(keyOf(c), c, {
-            target: () => app.url,
-            deadlineMs: 30_000,
-          });
-          if (!o.created) {
-            const seen = o.attempts.map(
-              (a) => `${a.status ?? a.error} ${a.body?.toString('utf8').slice(0, 160) ?? ''}`,
-            );
-            throw new Error(
-              `${app.url} did not recover: ${seen.slice(-5).join(' | ')}\n${app.output().slice(-3000)}`,
-            );
-          }
-          outcomes.push(o);
-        }
+        expectOnly503(failed);
+        await eachProcessServes(prefix, outcomes);
         const report = await assertInvariants(scenario(prefix), outcomes, 120_000);
-        const statuses = new Map<string, number>();
-        for (const a of failed)
-          statuses.set(
-            String(a.status ?? a.error),
-            (statuses.get(String(a.status ?? a.error)) ?? 0) + 1,
-          );
         process.stdout.write(
-          `[faults] ${kind} database outage ${DB_OUTAGE_MS} ms: ${terminated} backends terminated, ${report.keys} payments, failed attempts ${JSON.stringify(Object.fromEntries(statuses))}\n`,
+          `[faults] ${kind} database outage ${DB_OUTAGE_MS} ms: ${terminated} sessions ended, ${report.keys} payments, failed attempts ${statusCounts(failed)}\n`,
         );
       } finally {
         await load.stop();
         await admin.destroy();
         await watch.destroy();
         if (!ds.isInitialized) ds = await openDataSource(db.url);
+      }
+    });
+
+    it(`database server gone for ${DB_DOWN_MS / 1000} s under load and back: 503 with Retry-After while it is gone, recovery without help, nothing lost or doubled`, async () => {
+      const prefix = `os${rand()}-`;
+      const load = steadyLoad(prefix, () => apps.map((a) => a.url));
+      try {
+        await sleep(2000);
+        const before = load.outcomes.length;
+        await dbProxy.cut();
+        await sleep(DB_DOWN_MS / 2);
+        // Halfway through: a new request to each process is refused for now, 503 + Retry-After.
+        const whileGone: Attempt[] = [];
+        for (const app of apps) {
+          const c = `${prefix}gone-${rand()}`;
+          whileGone.push(await postOnce(app.url, keyOf(c), paymentBody(c)));
+        }
+        await sleep(DB_DOWN_MS / 2);
+        await dbProxy.restore();
+        await sleep(3000);
+        const outcomes = await load.stop();
+        expect(whileGone.map((a) => [a.status, !!header(a, 'retry-after')])).toEqual(
+          apps.map(() => [503, true]),
+        );
+        expect(load.outcomes.length).toBeGreaterThan(before);
+        const failed = failures(outcomes);
+        expect(failed.length).toBeGreaterThan(0);
+        expectOnly503(failed);
+        await eachProcessServes(prefix, outcomes);
+        // The keys probed while the server was gone were never created: no payment, no event.
+        const report = await assertInvariants(scenario(prefix), outcomes, 120_000);
+        process.stdout.write(
+          `[faults] ${kind} database server gone ${DB_DOWN_MS} ms: ${report.keys} payments, failed attempts ${statusCounts(failed)}\n`,
+        );
+      } finally {
+        await load.stop();
+        await dbProxy.restore();
       }
     });
   },

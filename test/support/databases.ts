@@ -81,13 +81,24 @@ export async function createTestDatabase(kind: TestDatabaseKind['name']): Promis
   }
 }
 
+/**
+ * Babelfish 4.3 (not SQL Server): `CREATE DATABASE` / `DROP DATABASE` from several connections at
+ * once fail with PostgreSQL's "tuple concurrently updated" (both update the same catalog rows), so
+ * Jest workers starting suites together collide. Such an attempt changed nothing and is tried
+ * again after a random pause; SQL Server serializes these statements itself and never says this.
+ */
+const CATALOG_RACE_ATTEMPTS = 20;
+const isCatalogRace = (kind: TestDatabaseKind['name'], e: unknown) =>
+  kind === 'mssql' && /tuple concurrently updated/.test(String((e as Error)?.message));
+const catalogRacePause = () =>
+  new Promise((resolve) => setTimeout(resolve, 100 + Math.floor(Math.random() * 400)));
+
 async function createServerDatabase(
   kind: TestDatabaseKind['name'],
   adminUrl: string,
   create: (name: string) => string,
   drop: (name: string) => string[],
 ): Promise<TestDatabase> {
-  const name = unique('eo');
   const admin = new DataSource({
     ...(databaseOptionsFromUrl(adminUrl) as any),
     connectTimeoutMS: 5000,
@@ -101,8 +112,22 @@ async function createServerDatabase(
       : ' (set SKIP_' + kind.toUpperCase() + '=1 to leave it out locally)';
     throw new Error(`${kind} at ${adminUrl} is unreachable${hint}: ${(e as Error).message}`);
   }
-  await admin.query(create(name));
-  await admin.destroy();
+  let name = unique('eo');
+  try {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await admin.query(create(name));
+        break;
+      } catch (e) {
+        if (attempt >= CATALOG_RACE_ATTEMPTS || !isCatalogRace(kind, e)) throw e;
+        // A fresh name: nothing of the failed attempt is reused.
+        name = unique('eo');
+        await catalogRacePause();
+      }
+    }
+  } finally {
+    await admin.destroy();
+  }
   const u = new URL(adminUrl);
   u.pathname = `/${name}`;
   return {
@@ -113,11 +138,19 @@ async function createServerDatabase(
       await a.initialize();
       try {
         for (const statement of drop(name)) {
-          try {
-            await a.query(statement);
-          } catch {
-            // A server that still holds connections, or a statement Babelfish lacks: go on;
-            // at worst the database is left behind (names are unique).
+          for (let attempt = 1; ; attempt++) {
+            try {
+              await a.query(statement);
+              break;
+            } catch (e) {
+              if (attempt < CATALOG_RACE_ATTEMPTS && isCatalogRace(kind, e)) {
+                await catalogRacePause();
+                continue;
+              }
+              // A server that still holds connections, or a statement Babelfish lacks: go on;
+              // at worst the database is left behind (names are unique).
+              break;
+            }
           }
         }
       } finally {

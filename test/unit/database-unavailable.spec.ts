@@ -2,7 +2,10 @@ import BetterSqlite3 from 'better-sqlite3';
 import { DatabaseError } from 'pg-protocol';
 import { RequestError as TediousRequestError } from 'tedious';
 import { QueryFailedError, QueryRunnerAlreadyReleasedError } from 'typeorm';
-import { isDatabaseUnavailable } from '../../lib/persistence/database-unavailable';
+import {
+  isDatabaseConnectionLost,
+  isDatabaseUnavailable,
+} from '../../lib/persistence/database-unavailable';
 
 // mssql ships no type declarations (the library reaches it only through TypeORM).
 const mssql = require('mssql') as {
@@ -24,6 +27,17 @@ const tedious = (number: number, message: string) => {
   const t = Object.assign(new TediousRequestError(message, 'EREQUEST'), { number });
   return new QueryFailedError('SELECT 1', [], new mssql.RequestError(t, 'EREQUEST'));
 };
+/** What tedious answers a request made on a connection in `state` (Connection#makeRequest). */
+const tediousState = (state: string) => {
+  const t = new TediousRequestError(
+    `Requests can only be made in the LoggedIn state, not the ${state} state`,
+    'EINVALIDSTATE',
+  );
+  return new QueryFailedError('INSERT', [], new mssql.RequestError(t, 'EINVALIDSTATE'));
+};
+/** What mssql gave for a session killed mid-statement (Babelfish, loaded): only the socket's text. */
+const mssqlSocketText = () =>
+  new QueryFailedError('INSERT', [], new mssql.RequestError('Error: read ECONNRESET', 'EREQUEST'));
 const sqlite = (code: string) =>
   new QueryFailedError('INSERT', [], new BetterSqlite3.SqliteError('sqlite says no', code));
 
@@ -64,6 +78,11 @@ describe('isDatabaseUnavailable', () => {
       'mssql: connection lost',
       new mssql.ConnectionError('Connection lost - read ECONNRESET', 'ESOCKET'),
     ],
+    [
+      'mssql: statement on a connection the server ended (session killed mid-transaction)',
+      tediousState('Final'),
+    ],
+    ['mssql: a reset socket reported by its text (EREQUEST)', mssqlSocketText()],
     ['sqlite: database busy', sqlite('SQLITE_BUSY')],
     ['typeorm: released query runner', new QueryRunnerAlreadyReleasedError()],
   ])('%s: unavailable', (_name, error) => {
@@ -80,6 +99,10 @@ describe('isDatabaseUnavailable', () => {
       'mssql: cannot open database (4060)',
       tedious(4060, 'Cannot open database "x" requested by the login.'),
     ],
+    [
+      'mssql: request while another runs on the same connection (a fault of the code)',
+      tediousState('SentClientRequest'),
+    ],
     ['sqlite: constraint', sqlite('SQLITE_CONSTRAINT_UNIQUE')],
     ['a plain error', new Error('boom')],
     ['not an error', 'boom'],
@@ -94,5 +117,57 @@ describe('isDatabaseUnavailable', () => {
     a.cause = b;
     b.cause = a;
     expect(isDatabaseUnavailable(a)).toBe(false);
+  });
+});
+
+describe('isDatabaseConnectionLost', () => {
+  it.each([
+    [
+      'pg: administrator shutdown (57P01)',
+      pg('57P01', 'terminating connection due to administrator command'),
+    ],
+    [
+      'pg: socket closed',
+      new QueryFailedError('SELECT 1', [], new Error('Connection terminated unexpectedly')),
+    ],
+    ['mysql2: connection lost', mysql('PROTOCOL_CONNECTION_LOST', undefined, undefined)],
+    ['mysql2: server gone (2006)', mysql('CR_SERVER_GONE_ERROR', 2006, 'HY000')],
+    ['mssql: statement on a connection the server ended (session killed)', tediousState('Final')],
+    [
+      'mssql: connection reset under a statement',
+      new QueryFailedError(
+        'INSERT',
+        [],
+        new mssql.RequestError(
+          Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }),
+          'ECONNRESET',
+        ),
+      ),
+    ],
+    ['mssql: a reset socket reported by its text (EREQUEST)', mssqlSocketText()],
+    ['typeorm: released query runner', new QueryRunnerAlreadyReleasedError()],
+  ])('%s: lost', (_name, error) => {
+    expect(isDatabaseConnectionLost(error)).toBe(true);
+  });
+
+  it.each([
+    // Unavailable for now, but the connection (and a transaction on it) is still there.
+    ['pg: deadlock (40P01)', pg('40P01', 'deadlock detected')],
+    ['mssql: deadlock victim (1205)', tedious(1205, 'Transaction (Process ID 52) was deadlocked')],
+    [
+      'mssql: lock request time-out (1222)',
+      tedious(1222, 'Lock request time out period exceeded.'),
+    ],
+    ['mssql: request while another runs (a fault of the code)', tediousState('SentClientRequest')],
+    ['sqlite: database busy', sqlite('SQLITE_BUSY')],
+    // Not a statement of the database: a handler's own HTTP call that was reset.
+    [
+      'a socket error of another client',
+      Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }),
+    ],
+    ['a plain error', new Error('boom')],
+    ['nothing', undefined],
+  ])('%s: not lost', (_name, error) => {
+    expect(isDatabaseConnectionLost(error)).toBe(false);
   });
 });

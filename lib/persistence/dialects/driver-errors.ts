@@ -34,26 +34,45 @@ export function someCause(error: unknown, test: (e: any) => boolean): boolean {
  *   (lock wait time-out), 1213 (deadlock), 2002 / 2006 / 2013 (cannot connect, gone, lost).
  * - SQL Server (mssql / tedious): ESOCKET, ECONNCLOSED, ETIMEOUT, ENOTOPEN codes; error numbers
  *   1205 (deadlock victim), 1222 (lock request time-out), and Azure SQL's transient 40501,
- *   40613, 40197, 49918-49920 (not 4060, "cannot open database": a configuration error).
+ *   40613, 40197, 49918-49920 (not 4060, "cannot open database": a configuration error);
+ *   tedious' EINVALIDSTATE "… not the Final state": a statement sent on a connection the server
+ *   has ended (its session killed, the server gone) while a transaction still held it (seen on
+ *   Babelfish 4.3 after `KILL <spid>`; tedious raises it before anything is sent, so it is the
+ *   same on SQL Server). EINVALIDSTATE in any other state is a request sent while another runs on
+ *   the same connection: a fault of the code, left a 500.
  * - SQLite (better-sqlite3): SQLITE_BUSY* (another process holds the file past the busy time-out).
  * - TypeORM: a statement on a query runner released after its connection failed.
  */
-const SOCKET_CODES = new Set([
-  'ECONNREFUSED',
+/** Codes of a connection that was open and has ended (a subset of SOCKET_CODES). */
+const CONNECTION_LOST_CODES = new Set([
   'ECONNRESET',
   'ECONNABORTED',
-  'ETIMEDOUT',
   'EPIPE',
+  // mssql / tedious
+  'ESOCKET',
+  'ECONNCLOSED',
+  'ECLOSE',
+  // mysql2
+  'PROTOCOL_CONNECTION_LOST',
+]);
+/**
+ * mssql: a socket's loss reported as a request error (code EREQUEST) carrying only the socket
+ * error's text, e.g. "Error: read ECONNRESET" (seen with a session killed mid-statement under
+ * load on Babelfish 4.3; the driver builds it, so SQL Server gives the same).
+ */
+const SOCKET_LOST_TEXT =
+  /^(?:Error: )*(?:(?:read|write) (?:ECONNRESET|EPIPE|ECONNABORTED)|socket hang up|Connection lost - .*)$/;
+const SOCKET_CODES = new Set<string>([
+  ...CONNECTION_LOST_CODES,
+  'ECONNREFUSED',
+  'ETIMEDOUT',
   'EHOSTUNREACH',
   'ENETUNREACH',
   'EAI_AGAIN',
   // mssql / tedious connection errors
-  'ESOCKET',
-  'ECONNCLOSED',
   'ETIMEOUT',
   'ENOTOPEN',
   // mysql2
-  'PROTOCOL_CONNECTION_LOST',
   'PROTOCOL_SEQUENCE_TIMEOUT',
   'ER_CON_COUNT_ERROR',
   'ER_LOCK_WAIT_TIMEOUT',
@@ -68,20 +87,56 @@ const UNAVAILABLE_PG_SQLSTATES = new Set([
   '40P01',
   '55P03',
 ]);
+/** mysql2: 2006 server gone, 2013 connection lost during a query. */
+const CONNECTION_LOST_MYSQL_ERRNOS = new Set([2006, 2013]);
 const UNAVAILABLE_MYSQL_ERRNOS = new Set([1040, 1205, 1213, 2002, 2006, 2013]);
 const UNAVAILABLE_MSSQL_NUMBERS = new Set([1205, 1222, 40501, 40613, 40197, 49918, 49919, 49920]);
-const PG_MESSAGES = [
+/** tedious' state once the connection has ended (`Connection.STATE.FINAL`). */
+const TEDIOUS_ENDED = /not the Final state$/;
+const PG_CONNECTION_LOST_MESSAGES = [
   /^Connection terminated/,
-  /timeout exceeded when trying to connect/,
   /Client has encountered a connection error and is not queryable/,
   /^terminating connection/,
 ];
+const PG_MESSAGES = [...PG_CONNECTION_LOST_MESSAGES, /timeout exceeded when trying to connect/];
+const CONNECTION_LOST_MESSAGES = [...PG_CONNECTION_LOST_MESSAGES, SOCKET_LOST_TEXT];
+
+/**
+ * Whether one error object (not its causes) says that the connection a statement ran on has
+ * ended under it (reset, closed, the session killed, the server shut down): the narrower part of
+ * "unavailable" in which a transaction on that connection is gone, whatever the statement was.
+ * TypeORM releases a PostgreSQL or MySQL transaction's query runner when this happens; it leaves
+ * a SQL Server one in place, so its callers learn it from the error.
+ */
+export function isConnectionLostDriverError(e: any): boolean {
+  if (e instanceof QueryRunnerAlreadyReleasedError) return true;
+  const code = e.code;
+  if (typeof code === 'string') {
+    if (CONNECTION_LOST_CODES.has(code)) return true;
+    if (code === 'EINVALIDSTATE') return TEDIOUS_ENDED.test(String(e.message));
+    // SQLSTATE class 08 (connection exception), 57P01 / 57P02 (administrator / crash shutdown).
+    if (
+      /^[0-9A-Z]{5}$/.test(code) &&
+      (code.startsWith('08') || code === '57P01' || code === '57P02')
+    )
+      return true;
+  }
+  if (
+    typeof e.errno === 'number' &&
+    typeof e.sqlState === 'string' &&
+    CONNECTION_LOST_MYSQL_ERRNOS.has(e.errno)
+  )
+    return true;
+  const message = typeof e.message === 'string' ? e.message : '';
+  return CONNECTION_LOST_MESSAGES.some((re) => re.test(message));
+}
 
 export function isUnavailableDriverError(e: any): boolean {
   if (e instanceof QueryRunnerAlreadyReleasedError) return true;
   const code = e.code;
   if (typeof code === 'string') {
     if (SOCKET_CODES.has(code)) return true;
+    if (code === 'EINVALIDSTATE') return TEDIOUS_ENDED.test(String(e.message));
     if (code.startsWith('SQLITE_BUSY')) return true;
     // SQLSTATE (PostgreSQL; mysql2 puts it in sqlState): class 08 is "connection exception".
     if (/^[0-9A-Z]{5}$/.test(code) && (code.startsWith('08') || UNAVAILABLE_PG_SQLSTATES.has(code)))
@@ -95,7 +150,7 @@ export function isUnavailableDriverError(e: any): boolean {
     return true;
   if (typeof e.number === 'number' && UNAVAILABLE_MSSQL_NUMBERS.has(e.number)) return true;
   const message = typeof e.message === 'string' ? e.message : '';
-  return PG_MESSAGES.some((re) => re.test(message));
+  return PG_MESSAGES.some((re) => re.test(message)) || SOCKET_LOST_TEXT.test(message);
 }
 
 /**
