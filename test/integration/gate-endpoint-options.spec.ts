@@ -11,7 +11,13 @@ import {
 import { baseUrl, type Platform } from '../support/sample-app';
 import { derivedKeys, handlerEvents } from '../fixtures/gate/gate-fixture.controller';
 import { startGateFixture } from '../fixtures/gate/gate-fixture.module';
-import { handlerEntered, ledgerRows, paymentCount, postJson } from '../fixtures/gate/http';
+import {
+  handlerEntered,
+  holdHandler,
+  ledgerRows,
+  paymentCount,
+  postJson,
+} from '../fixtures/gate/http';
 import { plantExpiredRecord } from '../fixtures/gate/ledger';
 import { buildScope } from '../../lib/gate/request-scope';
 
@@ -55,17 +61,24 @@ describe.each(cases)('@Idempotent() endpoint options on %s / %s', (kind, platfor
     handlerEvents.on(`enter:${c}`, counted);
     try {
       const entered = handlerEntered(c);
-      // The handler runs 3 s on a 1 s lease (fixture route `short-lease`).
+      // The handler runs at least 3 s on a 1 s lease (fixture route `short-lease`), and until
+      // the retry is answered.
+      const release = holdHandler(c);
       const first = postJson(
         `${url}/gate/short-lease`,
         key,
         { customerId: c },
         { 'x-delay-ms': '3000' },
       );
-      await entered;
-      await new Promise((r) => setTimeout(r, 2200));
-      // 2.2 leases later: without renewal this retry would take the key over and run the handler again.
-      const retry = await postJson(`${url}/gate/short-lease`, key, { customerId: c });
+      let retry: Awaited<ReturnType<typeof postJson>>;
+      try {
+        await entered;
+        await new Promise((r) => setTimeout(r, 2200));
+        // 2.2 leases later: without renewal this retry would take the key over and run the handler again.
+        retry = await postJson(`${url}/gate/short-lease`, key, { customerId: c });
+      } finally {
+        release();
+      }
       expect(retry.status).toBe(409);
       expect(retry.json().type).toBe(PROBLEM_TYPES.inProgress);
       const original = await first;

@@ -15,7 +15,7 @@ import {
   recordEvent,
 } from '../fixtures/gate/gate-options.controller';
 import { startGateFixture } from '../fixtures/gate/gate-fixture.module';
-import { handlerEntered, paymentCount, postJson } from '../fixtures/gate/http';
+import { handlerEntered, holdHandler, paymentCount, postJson } from '../fixtures/gate/http';
 
 const platforms: Platform[] = ['express', 'fastify'];
 const cases = databaseKinds().flatMap((db) => platforms.map((p) => [db, p] as const));
@@ -203,14 +203,15 @@ describe.each(cases)('Peer-parity options of the gate on %s / %s', (kind, platfo
     const mine = () => gateEvents.filter((e) => e.requestId === requestId);
     const h = { 'x-request-id': requestId };
     const entered = handlerEntered(c);
-    const slow = postJson(
-      route(),
-      key,
-      { customerId: c, amount: 1 },
-      { ...h, 'x-delay-ms': '1500' },
-    );
-    await entered;
-    expect((await postJson(route(), key, { customerId: c, amount: 1 }, h)).status).toBe(409);
+    // The first request stays in its handler until the duplicate is answered.
+    const release = holdHandler(c);
+    const slow = postJson(route(), key, { customerId: c, amount: 1 }, h);
+    try {
+      await entered;
+      expect((await postJson(route(), key, { customerId: c, amount: 1 }, h)).status).toBe(409);
+    } finally {
+      release();
+    }
     expect((await slow).status).toBe(201);
     expect((await postJson(route(), key, { customerId: c, amount: 1 }, h)).status).toBe(201);
     expect((await postJson(route(), key, { customerId: c, amount: 2 }, h)).status).toBe(422);
@@ -232,14 +233,16 @@ describe.each(cases)('Peer-parity options of the gate on %s / %s', (kind, platfo
       const key = randomUUID();
       const c = customer('inflight');
       const entered = handlerEntered(c);
-      const slow = postJson(
-        `${url}/${route}`,
-        key,
-        { customerId: c, amount: 1 },
-        { 'x-delay-ms': '1500' },
-      );
-      await entered;
-      const during = await postJson(`${url}/${route}`, key, { customerId: c, amount: 2 });
+      // The first request stays in its handler until the other payload is answered.
+      const release = holdHandler(c);
+      const slow = postJson(`${url}/${route}`, key, { customerId: c, amount: 1 });
+      let during: Awaited<ReturnType<typeof postJson>>;
+      try {
+        await entered;
+        during = await postJson(`${url}/${route}`, key, { customerId: c, amount: 2 });
+      } finally {
+        release();
+      }
       expect(during.status).toBe(409);
       expect(during.json()).toMatchObject({
         type: PROBLEM_TYPES.inProgress,

@@ -165,6 +165,17 @@ describe.each(cases)('HTTP idempotency contract on %s / %s', (kind, platform) =>
   });
 
   it('answers 409 with Retry-After while the first request is still running', async () => {
+    // Two overlapping requests first, so that the duplicate below gets a pooled connection that
+    // has already run a reservation: on Babelfish a new connection's first reservation batch
+    // executes about a second late (a new backend), which can outlast the first request's
+    // handler; the duplicate would then meet its committed record and get the replay.
+    await Promise.all(
+      ['warm-up-1', 'warm-up-2'].map((c) =>
+        post(randomUUID(), body({ customerId: c }), { 'x-demo-delay-ms': '300' }).then((r) =>
+          r.arrayBuffer(),
+        ),
+      ),
+    );
     const key = randomUUID();
     const slow = post(key, body({ customerId: 'inflight-1' }), { 'x-demo-delay-ms': '3000' });
     await new Promise((r) => setTimeout(r, 1000));

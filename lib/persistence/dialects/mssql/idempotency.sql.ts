@@ -43,6 +43,10 @@ export function isMssqlLockTimeout(e: unknown): boolean {
  * makes it insert nothing (no error on the replay path), and duplicate-key errors 2601/2627 of a
  * concurrent insert also mean "exists". When the key exists, the same batch reads the record, so
  * a replay costs one round trip. No MERGE (known concurrency pitfalls, absent on Babelfish).
+ * What a duplicate gets depends on when its INSERT reaches the key, not on when it was sent: on
+ * Babelfish a pooled connection's first batch is a new backend's first and starts about a second
+ * late (measured on 4.3.0, 2 cores), so a duplicate sent while the first request runs may meet
+ * its committed record and get the replay instead of 409; both answers are correct.
  */
 export function mssqlIdempotencySql(t: QuotedTables): IdempotencySql {
   const T = t.idempotency;
