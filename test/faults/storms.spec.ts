@@ -18,6 +18,7 @@ import {
   postOnce,
   postUntilCreated,
   sleep,
+  warmPools,
 } from './support/fault-client';
 import { describeEachDatabase, FaultCluster } from './support/fault-cluster';
 import { assertInvariants, keyOf, type Scenario } from './support/invariants';
@@ -132,6 +133,7 @@ describeEachDatabase(
       apps = [await cluster.spawn()]; // runs the migrations
       for (let i = 1; i < topology.processes; i++) apps.push(await cluster.spawn());
       ds = await openDataSource(db.url);
+      await warmPools(apps.map((a) => a.url));
     }, 180_000);
 
     afterAll(async () => {
@@ -173,6 +175,7 @@ describeEachDatabase(
             ...(await Promise.all(apps.map(() => cluster.spawn({ IDEMPOTENCY_MODE: 'leased' })))),
           );
         }
+        await warmPools(leased.map((a) => a.url));
         const prefix = `sl${rand()}-`;
         const { outcome, statuses } = await sameKeyStorm(
           leased.map((a) => a.url),

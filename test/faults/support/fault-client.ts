@@ -168,3 +168,25 @@ export async function pool<T, R>(
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Opens every pooled database connection of each process before a storm: `connections`
+ * overlapping payments on distinct keys (`warm-…` customers, outside every scenario's prefix),
+ * each held 300 ms in its handler. On Babelfish a pooled connection is a new PostgreSQL backend
+ * whose first batch starts about a second late (more on a loaded machine); a storm that opens a
+ * whole pool of them at once, 200 requests queued behind it, can outlast the driver's 15 s
+ * request time-out (a retryable 503). A running service's pool is warm.
+ */
+export async function warmPools(targets: string[], connections = 10): Promise<void> {
+  await Promise.all(
+    targets.flatMap((t) =>
+      Array.from({ length: connections }, (_, i) => {
+        const customerId = `warm-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}-${i}`;
+        return postUntilCreated(`warm-${customerId}`, customerId, {
+          target: () => t,
+          headers: () => ({ 'x-demo-delay-ms': '300' }),
+        });
+      }),
+    ),
+  );
+}
