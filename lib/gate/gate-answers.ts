@@ -23,6 +23,12 @@ export type GateAnswer =
  */
 export class GateAnswers {
   private readonly logger: LibraryLogger;
+  /**
+   * Decoded answers of records the replay cache holds (the same answer object on every hit), so
+   * a replay parses the stored headers once, not per request. Never with `encryptionKey`: a
+   * sealed body stays sealed in memory and is opened per replay.
+   */
+  private readonly decoded = new WeakMap<object, ResponseSnapshot>();
 
   constructor(
     private readonly metrics: MetricsService,
@@ -53,14 +59,17 @@ export class GateAnswers {
         this.log('warn', 'key-reused-with-other-request', g);
         return { kind: 'problem', error: keyReused(g.opts.mismatchStatus) };
       case 'replay': {
-        let snapshot: ResponseSnapshot;
+        let snapshot = this.decoded.get(d.answer);
         try {
-          snapshot = decodeSnapshot(
-            d.answer.status,
-            d.answer.headers,
-            d.answer.body,
-            this.options.encryptionKey,
-          );
+          if (!snapshot) {
+            snapshot = decodeSnapshot(
+              d.answer.status,
+              d.answer.headers,
+              d.answer.body,
+              this.options.encryptionKey,
+            );
+            if (!this.options.encryptionKey) this.decoded.set(d.answer, snapshot);
+          }
         } catch (e) {
           // Sealed under another key, or altered: never run the request again, never replay garbage.
           this.log('error', 'stored-response-unreadable', g, { error: errorText(e) });

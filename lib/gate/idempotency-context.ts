@@ -12,8 +12,21 @@ export interface IdempotencyInfo {
   keyHash: string;
 }
 
-/** @internal CLS key and request property under which the gate stores IdempotencyInfo. */
+/** @internal CLS key under which the gate stores IdempotencyInfo. */
 export const IDEMPOTENCY_INFO = Symbol.for('nestjs-exactly-once:idempotency-info');
+
+/**
+ * The IdempotencyInfo of each guarded request, by request object (Express's or Fastify's, as
+ * Nest hands it to interceptors and parameter decorators). Not a property on the request: adding
+ * one to Express's request object costs more than the rest of a replay's key handling (seen in
+ * CPU profiles).
+ */
+const infoByRequest = new WeakMap<object, IdempotencyInfo>();
+
+/** @internal Remembers the guarded request's IdempotencyInfo. */
+export function setRequestInfo(req: object, info: IdempotencyInfo): void {
+  infoByRequest.set(req, info);
+}
 
 /** A stable key for a downstream system (payment provider), derived from scope, key and purpose. */
 export function deriveKey(info: IdempotencyInfo, purpose = 'default'): string {
@@ -76,6 +89,6 @@ export class IdempotencyContext {
 export const IdempotencyKey = createParamDecorator(
   (_data: unknown, ctx: ExecutionContext): IdempotencyInfo | undefined => {
     const req = ctx.switchToHttp().getRequest();
-    return req?.[IDEMPOTENCY_INFO];
+    return req && typeof req === 'object' ? infoByRequest.get(req) : undefined;
   },
 );

@@ -26,7 +26,7 @@ import {
   requestPath,
   routeTemplate,
 } from '../internal/http-platform';
-import { IDEMPOTENCY_INFO, idempotencyInfo } from './idempotency-context';
+import { IDEMPOTENCY_INFO, idempotencyInfo, setRequestInfo } from './idempotency-context';
 import type { ReplayHeaders } from './idempotency-exception.filter';
 import { invalidKey, missingKey } from './idempotency.errors';
 import { checkIdempotencyKey, parseIdempotencyKey } from './idempotency-key.parser';
@@ -53,6 +53,7 @@ const OWS_AROUND = /^[ \t]+|[ \t]+$/g;
 export class IdempotencyInterceptor implements NestInterceptor {
   private readonly endpointOptions = new WeakMap<object, ResolvedEndpointOptions>();
   private readonly replayHeadersCache = new WeakMap<object, ReplayHeaders>();
+  private readonly excludedBodyPaths = new WeakMap<object, ReadonlySet<string>>();
   private readonly registry: InFlightRegistry;
   private readonly answers: GateAnswers;
   private readonly transactional: TransactionalMode;
@@ -85,7 +86,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const method = String(req.method).toUpperCase();
     const scope = buildScope(this.getTenant(req), this.getPrincipal(req), method, path);
     const info = idempotencyInfo(key, scope);
-    req[IDEMPOTENCY_INFO] = info;
+    setRequestInfo(req, info);
     const guarded: GuardedRequest = {
       opts,
       info,
@@ -197,7 +198,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       contentType: headerValue(req, 'content-type'),
       body: req.body,
       rawBody: req.rawBody,
-      excludeBodyPaths: new Set(f.excludeBodyPaths),
+      excludeBodyPaths: this.excludedPathsOf(f),
       includeBodyPaths: f.includeBodyPaths,
     });
   }
@@ -214,6 +215,15 @@ export class IdempotencyInterceptor implements NestInterceptor {
       this.endpointOptions.set(handler, resolved);
     }
     return resolved;
+  }
+
+  private excludedPathsOf(f: { excludeBodyPaths: string[] }): ReadonlySet<string> {
+    let s = this.excludedBodyPaths.get(f);
+    if (!s) {
+      s = new Set(f.excludeBodyPaths);
+      this.excludedBodyPaths.set(f, s);
+    }
+    return s;
   }
 
   private replayHeadersOf(opts: ResolvedEndpointOptions): ReplayHeaders {

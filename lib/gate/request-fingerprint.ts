@@ -40,12 +40,18 @@ export function sortedQuery(query: string): string {
  */
 export function requestFingerprint(input: FingerprintInput): Buffer {
   const h = createHash('sha256');
+  // One length prefix buffer for every part: update() has consumed it before the next write.
+  const len = Buffer.allocUnsafe(4);
   const part = (s: string | Buffer) => {
-    const b = typeof s === 'string' ? Buffer.from(s, 'utf8') : s;
-    const len = Buffer.alloc(4);
-    len.writeUInt32BE(b.length);
-    h.update(len);
-    h.update(b);
+    if (typeof s === 'string') {
+      len.writeUInt32BE(Buffer.byteLength(s, 'utf8'));
+      h.update(len);
+      h.update(s, 'utf8');
+    } else {
+      len.writeUInt32BE(s.length);
+      h.update(len);
+      h.update(s);
+    }
   };
   part(input.method.toUpperCase());
   part(input.route);

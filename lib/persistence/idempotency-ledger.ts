@@ -312,10 +312,8 @@ export class IdempotencyLedger {
     const hit = this.cache.get(req.scope, req.key);
     if (!hit) return undefined;
     if (!hit.requestHash.equals(req.requestHash)) return { kind: 'mismatch' };
-    return {
-      kind: 'replay',
-      answer: { status: hit.status, headers: hit.headers, body: hit.body },
-    };
+    // The cached record itself: the same object on every hit, so its decoded form can be kept.
+    return { kind: 'replay', answer: hit };
   }
 
   /** What a committed row decides; a live completed one is kept in the replay cache. */

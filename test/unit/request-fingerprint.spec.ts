@@ -115,4 +115,36 @@ describe('requestFingerprint', () => {
     expect(isJsonContentType('text/json-ish')).toBe(false);
     expect(isJsonContentType(undefined)).toBe(false);
   });
+
+  it('keeps the digests that stored records were written with (non-ASCII parts, absent header, raw body)', () => {
+    // Digests of the implementation that wrote earlier records: a change to how parts are hashed
+    // would turn every retry of a stored request into a 422.
+    expect(
+      requestFingerprint({
+        method: 'post',
+        route: '/payments/é',
+        query: 'b=2&a=1',
+        headers: [
+          ['x-tenant', 'ü'],
+          ['x-absent', undefined],
+        ],
+        contentType: 'application/json',
+        body: { b: [1, 'ß'], a: { z: null } },
+        rawBody: undefined,
+        excludeBodyPaths: new Set(),
+      }).toString('hex'),
+    ).toBe('cf2f7b1fe72a67e9931377253ea90160877039477d377ba920430c3deabce179');
+    expect(
+      requestFingerprint({
+        method: 'PUT',
+        route: '/r',
+        query: '',
+        headers: [],
+        contentType: 'text/plain',
+        body: 'raw text',
+        rawBody: undefined,
+        excludeBodyPaths: new Set(),
+      }).toString('hex'),
+    ).toBe('e04d38b5382173557d9dc15543668d580f226738e3bbae021971756d87425ea8');
+  });
 });
