@@ -6,8 +6,8 @@
  * and docs/ stay relative when their target ships in the package (docs/…, LICENSE), so they
  * resolve in node_modules and in the unpacked tarball; a link to a file that does not ship (a
  * test, a source file) becomes its text alone. Publish with
- * `npm publish dist/package` (the root package.json is private, so the unstaged manifest cannot
- * be published by mistake); `npm pack dist/package` gives the tarball the consumer test installs.
+ * `npm publish ./dist/package` (the root package.json is private, so the unstaged manifest cannot
+ * be published by mistake); `npm pack ./dist/package` gives the tarball the consumer test installs.
  */
 const {
   cpSync,
@@ -116,5 +116,5 @@ for (const key of PUBLISHED) if (pkg[key] !== undefined) manifest[key] = pkg[key
 writeFileSync(join(out, 'package.json'), JSON.stringify(manifest, null, 2) + '\n');
 
 process.stdout.write(
-  `stage-package: ${relative(root, out)} is ready (npm pack ${relative(root, out)} / npm publish ${relative(root, out)})\n`,
+  `stage-package: ${relative(root, out)} is ready (npm pack ./${relative(root, out)} / npm publish ./${relative(root, out)})\n`,
 );

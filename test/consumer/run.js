@@ -70,7 +70,7 @@ function freePort() {
 
 /** The generated app with the tarball and the README's install commands. */
 function prepareApp(work) {
-  log('packing the library (npm run package, npm pack dist/package)');
+  log('packing the library (npm run package, npm pack ./dist/package)');
   run('npm run package --silent', ROOT);
   const tarball = execSync(
     `npm pack ${join(ROOT, 'dist', 'package')} --pack-destination ${work} --silent`,
