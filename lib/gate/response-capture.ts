@@ -42,7 +42,9 @@ export class ResponseCapture {
     this.refuse('a stream piped into the response');
     src.unpipe?.(this.raw);
   };
-  private readonly platformMethods: string[] = [];
+  /** Express's file senders, as they were before the capture replaced them (restored by value). */
+  private readonly platformMethods: Array<[string, unknown]> = [];
+  private capturing = true;
 
   constructor(private readonly raw: ServerResponse) {
     this.done = new Promise((r) => (this.resolve = r));
@@ -73,12 +75,18 @@ export class ResponseCapture {
     // `end()` was called once the answer is captured, as Node's `writableEnded` means: Fastify's
     // `reply.sent` and `await reply` (a handler returning `reply.send(…)`) go by it, and would
     // otherwise wait for a release that waits for the handler.
-    Object.defineProperty(raw, 'writableEnded', { configurable: true, get: () => self.settled });
+    // After the capture it reads Node's own flag again. It stays on the object, as the methods
+    // below stay own properties holding the originals: deleting properties would turn the
+    // response into a slow dictionary-mode object for every write that follows (its release).
+    Object.defineProperty(raw, 'writableEnded', {
+      configurable: true,
+      get: () => (self.capturing ? self.settled : raw.finished),
+    });
     raw.on('pipe', this.onPipe);
     // Express's file senders stream the file after the handler returned: refused up front.
     for (const name of ['sendFile', 'download'])
       if (typeof (raw as any)[name] === 'function') {
-        this.platformMethods.push(name);
+        this.platformMethods.push([name, (raw as any)[name]]);
         (raw as any)[name] = (...args: unknown[]) => {
           self.refuse(`a file sent with res.${name}()`);
           const callback = args.reverse().find((a) => typeof a === 'function');
@@ -149,12 +157,12 @@ export class ResponseCapture {
   }
 
   private restore() {
+    this.capturing = false;
     this.raw.writeHead = this.original.writeHead;
     this.raw.write = this.original.write;
     this.raw.end = this.original.end;
-    delete (this.raw as { writableEnded?: boolean }).writableEnded;
     this.raw.removeListener('pipe', this.onPipe);
-    for (const name of this.platformMethods) delete (this.raw as any)[name];
+    for (const [name, original] of this.platformMethods) (this.raw as any)[name] = original;
   }
 
   /** Sends what was captured, unchanged: the status, headers and body as they were at `end()`. */
