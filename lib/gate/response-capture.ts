@@ -1,5 +1,6 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { gateMidResponse } from '../diagnostics/diagnostics.channels';
+import { endWith } from '../internal/http-platform';
 import { FILE_NOT_SENT } from './idempotency.messages';
 
 /** What the framework wrote for a request: status, headers and every body byte. */
@@ -177,7 +178,7 @@ export class ResponseCapture {
       this.raw.writeHead(f.status, out);
     } else if (this.head) this.raw.writeHead(this.head.status, this.head.headers);
     if (gateMidResponse.hasSubscribers && body.length > 1) return this.releaseInTwoParts(body);
-    this.raw.end(body, this.endCallback);
+    endWith(this.raw, body, this.endCallback);
   }
 
   /**

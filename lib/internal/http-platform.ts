@@ -71,7 +71,22 @@ export function sendRaw(
   r.statusCode = status;
   for (const [k, v] of headers) r.setHeader(k, v);
   r.setHeader('Content-Length', Buffer.byteLength(body));
-  r.end(body);
+  endWith(r, body);
+}
+
+/** Bodies up to this size go out in the same chunk as the head (see `endWith`). */
+const ONE_CHUNK_MAX_BYTES = 64 * 1024;
+
+/**
+ * Ends a Node response with `body`, byte for byte. A small Buffer goes as a latin1 string (one
+ * character per byte, so the bytes are the same): Node then sends the head and the body as one
+ * chunk, as it does for the string bodies of Express's `res.json`, where a Buffer body makes a
+ * second chunk and a costlier `writev` (seen in CPU profiles of replays).
+ */
+export function endWith(r: ServerResponse, body: Buffer | string, callback?: () => void): void {
+  if (Buffer.isBuffer(body) && body.length > 0 && body.length <= ONE_CHUNK_MAX_BYTES)
+    r.end(body.toString('latin1'), 'latin1', callback);
+  else r.end(body, callback);
 }
 
 /**
