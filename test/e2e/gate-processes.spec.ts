@@ -6,7 +6,7 @@ import {
   openDataSource,
   type TestDatabase,
 } from '../support/databases';
-import { type AppProcess, spawnSampleApp } from '../support/sample-app';
+import { type AppProcess, spawnSampleApp, warmSampleAppPool } from '../support/sample-app';
 import { keyHashOf } from '../../lib/gate/idempotency-context';
 import { type Answer, ledgerRows, paymentCount, postJson, sleep } from '../fixtures/gate/http';
 import { paymentsScope } from '../fixtures/gate/ledger';
@@ -73,24 +73,9 @@ async function warmUp(apps: AppProcess[]): Promise<void> {
   );
 }
 
-/**
- * Runs `connections` overlapping reservations on distinct keys in each process, so that every
- * pooled connection has opened and run the gate's statements once. On Babelfish a new
- * connection is a new PostgreSQL backend, whose first reservation batch spends about a second
- * (more on a loaded machine) before it executes; a storm that opens a whole pool of them at
- * once can outlast the driver's 15 s request timeout (a retryable 503). A running service's
- * pool is warm.
- */
+/** Every pooled connection of each process opened and used by the gate once (see warmSampleAppPool). */
 async function warmReservations(apps: AppProcess[], connections = 10): Promise<void> {
-  await Promise.all(
-    apps.flatMap((a) =>
-      Array.from({ length: connections }, () =>
-        postJson(`${a.url}/payments`, randomUUID(), body(customer('warm-up')), {
-          'x-demo-delay-ms': '300',
-        }),
-      ),
-    ),
-  );
+  await Promise.all(apps.map((a) => warmSampleAppPool(a.url, connections)));
 }
 
 /** Retries like a client honouring Retry-After, until the answer is not a 409; returns every answer. */

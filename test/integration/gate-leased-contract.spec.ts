@@ -8,7 +8,7 @@ import {
   openDataSource,
   type TestDatabase,
 } from '../support/databases';
-import { baseUrl, type Platform, startSampleApp } from '../support/sample-app';
+import { baseUrl, type Platform, startSampleApp, warmSampleAppPool } from '../support/sample-app';
 import { ledgerRows, paymentCount, postJson, sleep } from '../fixtures/gate/http';
 import { paymentsFingerprint, paymentsScope, plantStartedRecord } from '../fixtures/gate/ledger';
 
@@ -43,16 +43,9 @@ describe.each(cases)('HTTP contract in leased mode on %s / %s', (kind, platform)
     });
     url = await baseUrl(app);
     ds = await openDataSource(db.url);
-    // Every pooled connection opened once (overlapping payments on other keys): on Babelfish a
-    // connection's first batch runs a second or more late, and a duplicate that meets one would
-    // reach the key after the first request has completed (it gets the replay, not the 409).
-    await Promise.all(
-      Array.from({ length: 10 }, () =>
-        postJson(`${url}/payments`, randomUUID(), body(`warm-up-${randomUUID().slice(0, 8)}`), {
-          'x-demo-delay-ms': '300',
-        }),
-      ),
-    );
+    // A duplicate that met a cold connection would reach the key after the first request had
+    // completed (the replay, not the 409).
+    await warmSampleAppPool(url);
   });
 
   afterAll(async () => {

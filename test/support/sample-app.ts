@@ -1,5 +1,6 @@
 import type { INestApplication } from '@nestjs/common';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { createSampleApp } from '../../sample-app/main';
 import { faultPreload } from './fault-preload';
@@ -36,6 +37,39 @@ export async function startSampleApp(
 export async function baseUrl(app: INestApplication): Promise<string> {
   const url = await app.getUrl();
   return url.replace('[::1]', '127.0.0.1').replace('localhost', '127.0.0.1');
+}
+
+/**
+ * Runs `connections` overlapping payments on fresh keys against a running sample app (its
+ * `X-Demo-Delay-Ms` switch keeps each one on its pooled connection for a moment), so that every
+ * connection of its pool (10 by default) has opened and run the gate's statements once. On
+ * Babelfish a new connection is a new PostgreSQL backend whose first reservation batch starts a
+ * second or more late on a loaded machine: a test that times an in-flight duplicate, or a client
+ * time-out of a few hundred milliseconds, would otherwise race a cold connection instead of the
+ * behaviour it asserts. A running service's pool is warm.
+ */
+export async function warmSampleAppPool(url: string, connections = 10): Promise<void> {
+  await Promise.all(
+    Array.from({ length: connections }, async () => {
+      const r = await fetch(`${url}/payments`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'idempotency-key': randomUUID(),
+          'x-demo-delay-ms': '300',
+        },
+        body: JSON.stringify({
+          amount: 1,
+          currency: 'EUR',
+          customerId: `warm-up-${randomUUID().slice(0, 8)}`,
+        }),
+      });
+      await r.arrayBuffer();
+      // 503: the database was busy and nothing was committed; the connection is open all the same.
+      if (r.status !== 201 && r.status !== 503)
+        throw new Error(`warming the sample app's pool: ${r.status} from POST /payments`);
+    }),
+  );
 }
 
 /** The sample app as a real OS process (the built dist/sample-app/main.js). */
