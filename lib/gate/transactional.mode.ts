@@ -24,7 +24,7 @@ export class TransactionalMode extends GateMode {
     let capture: ResponseCapture | undefined;
     let decision: LedgerDecision | undefined;
     try {
-      await this.db.inTransaction(async () => {
+      await this.db.inGateTransaction(async () => {
         decision = await this.ledger.reserve(g.ledger);
         if (decision.kind !== 'reserved') return;
         this.answers.reserved(g, decision);

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { runPreparedWith } from './dialects/postgres/round-trips';
 import {
   type EntityManager,
   QueryFailedError,
@@ -20,6 +21,12 @@ export interface SqlOptions {
    * path of the gate). Ignored on other databases.
    */
   prepare?: boolean;
+  /**
+   * PostgreSQL, prepared: the last statement of a transaction the gate opened, one that fails
+   * (rather than returns nothing) when the transaction must not commit; its COMMIT may then be
+   * sent in the same round trip (see dialects/postgres/round-trips.ts).
+   */
+  last?: boolean;
 }
 
 /** Runs one parameterized statement; placeholders follow the dialect ($1, ?, @0). */
@@ -47,7 +54,8 @@ export function executorFor(manager: EntityManager, preparedStatements = true): 
     if (own?.isReleased) throw new QueryRunnerAlreadyReleasedError();
     const runner = own ?? manager.connection.createQueryRunner();
     try {
-      if (prepared && options?.prepare) return await runPrepared(runner, sql, params);
+      if (prepared && options?.prepare)
+        return await runPrepared(runner, sql, params, options.last === true);
       const result = await runner.query(sql, params as any[], true);
       return normalize(result);
     } finally {
@@ -90,13 +98,17 @@ async function runPrepared(
   runner: QueryRunner,
   sql: string,
   params: unknown[],
+  last: boolean,
 ): Promise<SqlResult> {
   const client = await runner.connect();
   const { logger, options } = runner.connection;
+  const name = statementName(sql);
+  // A START TRANSACTION held back for this statement, and the COMMIT of a last one, go with it.
+  const coalesced = runPreparedWith(runner, client, name, sql, params, last);
   logger.logQuery(sql, params, runner);
   const started = Date.now();
   try {
-    const res = await client.query({ name: statementName(sql), text: sql, values: params });
+    const res = (await coalesced) ?? (await client.query({ name, text: sql, values: params }));
     const elapsed = Date.now() - started;
     if (options.maxQueryExecutionTime && elapsed > options.maxQueryExecutionTime)
       logger.logQuerySlow(elapsed, sql, params, runner);

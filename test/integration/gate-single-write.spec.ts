@@ -1,6 +1,6 @@
 import type { INestApplication } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import type { DataSource } from 'typeorm';
+import { DataSource } from 'typeorm';
 import { DEFAULT_OPTIONS } from '../../lib/idempotency-options.resolver';
 import { buildScope } from '../../lib/gate/request-scope';
 import { requestFingerprint } from '../../lib/gate/request-fingerprint';
@@ -84,6 +84,35 @@ describe.each(databaseKinds())('Single-write ledger (transactional mode) on %s',
       }
       expect(after.ins - before.ins).toBe(n);
       expect(after.upd - before.upd).toBe(0);
+    });
+
+    it('PostgreSQL: a warm first execution is three round trips (START TRANSACTION with the claim, COMMIT with the completed record)', async () => {
+      const appDs = app.get(DataSource);
+      const pool = (appDs.driver as any).master;
+      const Client = (appDs.driver as any).postgres.Client;
+      const query = Client.prototype.query;
+      let trips = 0;
+      Client.prototype.query = function (this: unknown, ...args: unknown[]) {
+        if (pool._clients.includes(this)) trips++;
+        return query.apply(this, args);
+      };
+      try {
+        // Sequential requests: the pool hands out its most recently used connection, whose
+        // statements the requests above have prepared.
+        const counts: number[] = [];
+        for (let i = 0; i < 5; i++) {
+          const before = trips;
+          const c = customer('trips');
+          expect((await postJson(`${url}/plain`, randomUUID(), { customerId: c })).status).toBe(
+            201,
+          );
+          counts.push(trips - before);
+          expect(await paymentCount(ds, kind, c)).toBe(1);
+        }
+        expect(counts).toEqual([3, 3, 3, 3, 3]);
+      } finally {
+        Client.prototype.query = query;
+      }
     });
 
     it("a record committed while the handler holds the key wins; the handler's writes roll back and the client gets that answer", async () => {

@@ -1,6 +1,10 @@
 import type { IdempotencySql } from '../contracts/idempotency.contract';
 import type { QuotedTables } from '../dialect';
+import { someCause } from '../driver-errors';
 import { mapIdempotencyRow } from '../row-mappers';
+
+/** SQLSTATE unique_violation. */
+const UNIQUE_VIOLATION = '23505';
 
 /**
  * PostgreSQL. Times use the database clock (statement_timestamp()).
@@ -61,16 +65,23 @@ export function postgresIdempotencySql(t: QuotedTables): IdempotencySql {
           );
           return rows.length === 1;
         }
-        const { rows } = await exec(
-          `INSERT INTO ${T} (scope, idempotency_key, request_hash, state, response_status, response_headers,
-                             response_body, created_at, completed_at, expires_at)
-           VALUES ($1, $2, $3, 'completed', $4, $5, $6, statement_timestamp(), statement_timestamp(), ${ms('$7')})
-           ON CONFLICT (scope, idempotency_key) DO NOTHING
-           RETURNING id`,
-          [p.scope, p.key, p.requestHash, p.status, p.headers, p.body, p.ttlMs],
-          { prepare: true },
-        );
-        return rows.length === 1;
+        // No ON CONFLICT: a record of the key committed after our claim's snapshot fails the
+        // statement (unique violation), so that a COMMIT sent with it (see round-trips.ts) is
+        // skipped by the server and the transaction rolls back; the caller answers that record.
+        try {
+          const { rows } = await exec(
+            `INSERT INTO ${T} (scope, idempotency_key, request_hash, state, response_status, response_headers,
+                               response_body, created_at, completed_at, expires_at)
+             VALUES ($1, $2, $3, 'completed', $4, $5, $6, statement_timestamp(), statement_timestamp(), ${ms('$7')})
+             RETURNING id`,
+            [p.scope, p.key, p.requestHash, p.status, p.headers, p.body, p.ttlMs],
+            { prepare: true, last: true },
+          );
+          return rows.length === 1;
+        } catch (e) {
+          if (someCause(e, (c) => c?.code === UNIQUE_VIOLATION)) return false;
+          throw e;
+        }
       },
     },
     async reserve(exec, p) {
