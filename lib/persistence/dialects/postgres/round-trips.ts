@@ -55,7 +55,7 @@ type QueryFn = (this: QueryRunner, sql: string, ...rest: unknown[]) => Promise<u
 export function installPgRoundTrips(dataSource: DataSource): boolean {
   const driver = dataSource.driver as any;
   if (dataSource.options.type !== 'postgres') return false;
-  if ((dataSource.options as any).native || typeof driver.postgres?.Query !== 'function')
+  if ((dataSource.options as any).native || !speaksExtendedProtocol(driver.postgres?.Query))
     return false;
   if (dataSource.options.isolationLevel) return false;
   if (driver[HOOKED]) return true;
@@ -111,6 +111,21 @@ export function installPgRoundTrips(dataSource: DataSource): boolean {
     return runner;
   };
   return true;
+}
+
+/**
+ * node-postgres's JavaScript Query as this module drives it (pg 8): `submit` calls `prepare`,
+ * which ends with `_getRows` (Execute, then Sync). Anything else keeps the usual round trips.
+ */
+function speaksExtendedProtocol(Query: any): boolean {
+  const p = Query?.prototype;
+  return (
+    typeof Query === 'function' &&
+    typeof p?.submit === 'function' &&
+    typeof p.prepare === 'function' &&
+    typeof p._getRows === 'function' &&
+    /this\.prepare\(/.test(String(p.submit))
+  );
 }
 
 /**
