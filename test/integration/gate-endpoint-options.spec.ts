@@ -8,7 +8,7 @@ import {
   openDataSource,
   type TestDatabase,
 } from '../support/databases';
-import { baseUrl, type Platform } from '../support/sample-app';
+import { baseUrl, type Platform, warmSampleAppPool } from '../support/sample-app';
 import { derivedKeys, handlerEvents } from '../fixtures/gate/gate-fixture.controller';
 import { startGateFixture } from '../fixtures/gate/gate-fixture.module';
 import {
@@ -41,6 +41,10 @@ describe.each(cases)('@Idempotent() endpoint options on %s / %s', (kind, platfor
     app = await startGateFixture({ dbUrl: db.url, platform });
     url = await baseUrl(app);
     ds = await openDataSource(db.url);
+    // The lease renewals and the retries below must meet warm connections (Babelfish starts a
+    // cold connection's first batch late), as in a running service. Leased: the claim, the
+    // transaction and the renewals each take a connection.
+    await warmSampleAppPool(url, 10, { path: '/gate/wait-leased', delayHeader: 'x-delay-ms' });
   });
 
   afterAll(async () => {

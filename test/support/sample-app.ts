@@ -46,17 +46,22 @@ export async function baseUrl(app: INestApplication): Promise<string> {
  * Babelfish a new connection is a new PostgreSQL backend whose first reservation batch starts a
  * second or more late on a loaded machine: a test that times an in-flight duplicate, or a client
  * time-out of a few hundred milliseconds, would otherwise race a cold connection instead of the
- * behaviour it asserts. A running service's pool is warm.
+ * behaviour it asserts. A running service's pool is warm. `route`: another app's guarded POST
+ * route and its delay header (the gate fixture's `/gate/...` routes take `x-delay-ms`).
  */
-export async function warmSampleAppPool(url: string, connections = 10): Promise<void> {
+export async function warmSampleAppPool(
+  url: string,
+  connections = 10,
+  route = { path: '/payments', delayHeader: 'x-demo-delay-ms' },
+): Promise<void> {
   await Promise.all(
     Array.from({ length: connections }, async () => {
-      const r = await fetch(`${url}/payments`, {
+      const r = await fetch(`${url}${route.path}`, {
         method: 'POST',
         headers: {
           'content-type': 'application/json',
           'idempotency-key': randomUUID(),
-          'x-demo-delay-ms': '300',
+          [route.delayHeader]: '300',
         },
         body: JSON.stringify({
           amount: 1,
@@ -67,7 +72,7 @@ export async function warmSampleAppPool(url: string, connections = 10): Promise<
       await r.arrayBuffer();
       // 503: the database was busy and nothing was committed; the connection is open all the same.
       if (r.status !== 201 && r.status !== 503)
-        throw new Error(`warming the sample app's pool: ${r.status} from POST /payments`);
+        throw new Error(`warming the app's pool: ${r.status} from POST ${route.path}`);
     }),
   );
 }
