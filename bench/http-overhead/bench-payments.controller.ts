@@ -17,9 +17,10 @@ import { StatementCounter } from './statement-counter';
  * - `transactional` / `leased`: the same body under `@Idempotent()` in each mode (the gate
  *   opens the transaction);
  * - `floor`: a control, not a product path: the unguarded route plus the ledger's two
- *   statements (the gate's reserve and complete, same SQL, same executor) issued directly in
- *   its transaction, with no interceptor. It measures what two more statements cost on this
- *   machine, so that (b) can be split into the database's share and the gate's own.
+ *   statements (the gate's own SQL for a first execution on this database, same executor, the
+ *   transaction opened as the gate opens it) issued directly, with no interceptor. It measures
+ *   what the ledger's statements cost on this machine, so that (b) can be split into the
+ *   database's share and the gate's own.
  */
 @Controller('bench/payments')
 export class BenchPaymentsController {
@@ -52,7 +53,9 @@ export class BenchPaymentsController {
     @Res({ passthrough: true }) res: any,
     @Headers('idempotency-key') key: string | undefined,
   ) {
-    return this.txHost.withTransaction(async () => {
+    // The gate's own way of opening its transaction: on PostgreSQL the BEGIN travels with the
+    // claim and the COMMIT with the completed record (three round trips, as the gate's).
+    return this.db.inGateTransaction(async () => {
       const exec = this.db.exec();
       const sql = this.db.dialect.idempotency;
       const scope = 'bench|floor';

@@ -49,7 +49,7 @@ const SCENARIOS: Scenario[] = [
   },
   {
     id: 'floor',
-    label: '(f) floor: (a) + reserve + complete SQL',
+    label: "(f) floor: (a) + the ledger's 2 statements",
     group: 'f',
     path: '/bench/payments/floor',
     keys: 'fresh',

@@ -2,20 +2,46 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DataSource } from 'typeorm';
-import type { BenchCheck, BenchContext, BenchSuite } from '../support/bench-suite';
+import { databaseOptionsFromUrl } from '../../sample-app/config/database.config';
+import type {
+  BenchCheck,
+  BenchContext,
+  BenchReport,
+  BenchSuite,
+  BenchTable,
+} from '../support/bench-suite';
 import { runLoad } from '../support/load';
-import { createScratchDatabase, isReachable, openAdmin } from '../support/scratch-database';
+import {
+  type BenchDatabaseKind,
+  MSSQL_ADMIN_URL,
+  MSSQL_HINT,
+  adminUrl,
+  createScratchDatabase,
+  isReachable,
+  openAdmin,
+} from '../support/scratch-database';
 import type { ServerProcess } from '../support/server-process';
-import { cpuTimeMs, spawnServer } from '../support/server-process';
+import {
+  childPids,
+  cpuTimeMs,
+  pidListeningOn,
+  pidsNamed,
+  processName,
+  spawnServer,
+} from '../support/server-process';
 import { RedisProbe } from './redis-probe';
 
 /**
  * bench/peers: this library beside its peers, on one Nest 11 app and one endpoint (`POST
- * /payments`, one insert into PostgreSQL), in one interleaved run; then the crash probe (SIGKILL
- * mid-request, restart, retry). The app (`bench/peers/peers-server.js`) runs from the peers'
- * own install (`bench/peers/package.json` + lockfile, `npm ci` there); this library comes into
- * it from its packed tarball, as a user installs it (`npm run package`, `npm pack dist/package`),
- * or from `PEERS_TARBALL` (how the "before" figures of the README were taken).
+ * /payments`, one insert into the database), in one interleaved run; then the crash probe
+ * (SIGKILL mid-request, restart, retry). `--db=postgres` (default), `mariadb`, `sqlite`, `mssql`,
+ * or a comma list: each database in turn, in its own scratch database, with the whole table, the
+ * checks and the crash probe; every variant's handler inserts its payment there (the peers keep
+ * their idempotency records in Redis or in memory, as their users do). The app
+ * (`bench/peers/peers-server.js`) runs from the peers' own install (`bench/peers/package.json` +
+ * lockfile, `npm ci` there); this library comes into it from its packed tarball, as a user
+ * installs it (`npm run package`, `npm pack dist/package`), or from `PEERS_TARBALL` (how the
+ * "before" figures of the README were taken).
  */
 
 const PEERS_DIR = resolve(__dirname, '../../../bench/peers');
@@ -23,6 +49,42 @@ const ROOT = resolve(PEERS_DIR, '../..');
 const SERVER = join(PEERS_DIR, 'peers-server.js');
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const BODY = JSON.stringify({ customerId: 'bench', amount: 100 });
+const SUITE_LIMIT_MS = 60 * 60_000;
+
+const DATABASES: BenchDatabaseKind[] = ['postgres', 'mariadb', 'sqlite', 'mssql'];
+/** The driver each database needs in bench/peers/node_modules (and, for SQLite, its native build). */
+const DRIVER: Record<BenchDatabaseKind, string> = {
+  postgres: 'pg/package.json',
+  mariadb: 'mysql2/package.json',
+  sqlite: 'better-sqlite3/build/Release/better_sqlite3.node',
+  mssql: 'mssql/package.json',
+};
+
+/** `payments`, the handler's table, on each database (and an index on customer_id, below). */
+const PAYMENTS_DDL: Record<BenchDatabaseKind, string> = {
+  postgres:
+    'CREATE TABLE payments (id uuid PRIMARY KEY, customer_id text NOT NULL, amount int NOT NULL, created_at timestamptz NOT NULL DEFAULT now())',
+  mariadb:
+    'CREATE TABLE payments (id char(36) NOT NULL PRIMARY KEY, customer_id varchar(100) NOT NULL, amount int NOT NULL, created_at datetime(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3))',
+  sqlite:
+    'CREATE TABLE payments (id text NOT NULL PRIMARY KEY, customer_id text NOT NULL, amount integer NOT NULL, created_at text NOT NULL DEFAULT CURRENT_TIMESTAMP)',
+  mssql:
+    'CREATE TABLE payments (id uniqueidentifier NOT NULL PRIMARY KEY, customer_id nvarchar(100) NOT NULL, amount int NOT NULL, created_at datetime2 NOT NULL DEFAULT SYSUTCDATETIME())',
+};
+
+/** Bind placeholder `i` (0-based) of TypeORM's query() on each database. */
+const placeholder = (kind: BenchDatabaseKind, i: number) =>
+  kind === 'postgres' ? `$${i + 1}` : kind === 'mssql' ? `@${i}` : '?';
+
+/** What the "DB" share of the CPU counts on each database (for the notes). */
+const DB_CPU_NOTE: Record<BenchDatabaseKind, string> = {
+  postgres: "the app's PostgreSQL backends (found by application_name)",
+  mariadb:
+    'the whole MariaDB server process (mariadbd, every thread: also any work it does for other clients meanwhile)',
+  sqlite: '0: SQLite runs inside the app process, so its work is in the app share',
+  mssql:
+    'every process of the Babelfish cluster: its postmaster (the process listening on the TDS port) and all its children (the backends of every connection, the background workers)',
+};
 
 type Variant = 'lib' | 'lib-before' | 'ni-redis' | 'ni-memory' | 'ei-redis';
 
@@ -144,11 +206,18 @@ const PROBES: Array<{ label: string; variant: Variant; path: string }> = [
   { label: 'express-idempotency + Redis', variant: 'ei-redis', path: '/payments' },
 ];
 
+const DB_NAME: Record<BenchDatabaseKind, string> = {
+  postgres: 'PostgreSQL',
+  mariadb: 'MariaDB',
+  sqlite: 'SQLite',
+  mssql: 'SQL Server',
+};
+
 interface Round {
   reqPerSec: number;
   cpuUsPerReq: number;
   appUs: number;
-  pgUs: number;
+  dbUs: number;
   redisUs: number;
   statements: number;
   redisCommands: number;
@@ -165,10 +234,29 @@ function arg(args: string[], name: string): string | undefined {
   return hit?.slice(name.length + 3);
 }
 
-/** Installs this library into bench/peers from its tarball (built here unless PEERS_TARBALL). */
-function installLibrary(ctx: BenchContext): string {
-  if (!existsSync(join(PEERS_DIR, 'node_modules', '@node-idempotency'))) {
-    ctx.log('installing the peers (npm ci in bench/peers)');
+/** `--db=postgres` (default), `mariadb`, `sqlite`, `mssql`, or a comma list of them. */
+function parseDatabases(args: string[]): BenchDatabaseKind[] {
+  const list = (arg(args, 'db') ?? 'postgres')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const d of list)
+    if (!DATABASES.includes(d as BenchDatabaseKind))
+      throw new Error(`--db: unknown database "${d}" (${DATABASES.join(', ')}, or a comma list)`);
+  if (!list.length) throw new Error('--db: no database given');
+  return [...new Set(list)] as BenchDatabaseKind[];
+}
+
+/**
+ * Installs this library into bench/peers from its tarball (built here unless PEERS_TARBALL);
+ * first `npm ci` there when a peer or a selected database's driver is missing.
+ */
+function installLibrary(ctx: BenchContext, kinds: BenchDatabaseKind[]): string {
+  const missing = ['@node-idempotency/nestjs/package.json', ...kinds.map((k) => DRIVER[k])].filter(
+    (f) => !existsSync(join(PEERS_DIR, 'node_modules', f)),
+  );
+  if (missing.length) {
+    ctx.log(`installing the peers (npm ci in bench/peers; missing: ${missing.join(', ')})`);
     execFileSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: PEERS_DIR, stdio: 'ignore' });
   }
   let tarball = process.env.PEERS_TARBALL;
@@ -211,55 +299,167 @@ function unpackBefore(ctx: BenchContext): string | undefined {
   return dir;
 }
 
-const suite: BenchSuite = {
-  description:
-    'This library vs @node-idempotency/nestjs (Redis, memory) and express-idempotency (Redis) on one Nest 11 app, PostgreSQL; plus a crash probe',
-  maxDurationMs: 15 * 60_000,
-  async run(ctx) {
-    if (!(await isReachable('postgres')))
-      throw new Error('PostgreSQL is not reachable on 127.0.0.1:5432');
-    const rounds = ctx.quick ? 1 : Number(arg(ctx.args, 'rounds') ?? 3);
-    const sliceSec = ctx.quick ? 1 : Number(arg(ctx.args, 'duration') ?? 4);
-    const warmupSec = 1;
-    const connections = 32;
-    const tarball = installLibrary(ctx);
-    const beforeDir = unpackBefore(ctx);
-    const scenarios = SCENARIOS.filter((s) => beforeDir || s.variant !== 'lib-before');
+/**
+ * The DataSource options every app gets for the scratch database (as JSON in PEERS_DB_OPTIONS),
+ * from the same URL parser as the sample app: the same pool size (10) on every server.
+ *
+ * - SQLite: ONE file for every app, as one database on a server: every variant inserts into the
+ *   same `payments` table (and the library's variants keep their records in the same file).
+ *   Only one app is under load at a time (the slices run one after the other), so sharing the
+ *   file adds no lock contention to a measured slice, and every variant pays for the same table,
+ *   index and WAL checkpoints. WAL (`enableWAL`) and better-sqlite3's busy timeout (TypeORM's
+ *   default, 5 s) are the sample app's settings; the apps that are idle hold no lock.
+ * - SQL Server: the pool keeps its idle connections for the whole run (tarn closes them after
+ *   30 s by default). An app sits idle for a minute while the others' slices run, and Babelfish
+ *   answers a new connection's first batch about a second late; a service under steady traffic
+ *   keeps its pool warm, so its measured requests must not pay for reconnecting.
+ */
+function appDatabaseOptions(kind: BenchDatabaseKind, url: string): Record<string, unknown> {
+  const options = { ...(databaseOptionsFromUrl(url) as any) };
+  if (kind === 'mssql') options.pool = { ...options.pool, idleTimeoutMillis: SUITE_LIMIT_MS };
+  return options;
+}
 
-    const db = await createScratchDatabase('postgres');
-    ctx.onCleanup(() => db.drop());
-    const admin = await openAdmin('postgres');
-    ctx.onCleanup(() => admin.destroy());
-    const own = new DataSource({ type: 'postgres', url: db.url });
+async function serverVersion(kind: BenchDatabaseKind, ds: DataSource): Promise<string> {
+  const sql: Record<BenchDatabaseKind, string> = {
+    postgres: "SELECT current_setting('server_version') AS v",
+    mariadb: 'SELECT VERSION() AS v',
+    sqlite: 'SELECT sqlite_version() AS v',
+    mssql: 'SELECT @@VERSION AS v',
+  };
+  const v = String((await ds.query(sql[kind]))[0].v)
+    .split('\n')[0]
+    .trim();
+  switch (kind) {
+    case 'postgres':
+      return `PostgreSQL ${v.split(' ')[0]}`;
+    case 'mariadb':
+      return `MariaDB ${v}`;
+    case 'sqlite':
+      return `SQLite ${v} (better-sqlite3, WAL)`;
+    case 'mssql':
+      return v;
+  }
+}
+
+/**
+ * The server process of MariaDB or SQL Server on this machine: the process listening on the
+ * admin URL's port, when it is that server (not, say, a container's port proxy); for MariaDB
+ * else the one process named mariadbd/mysqld. Undefined when it cannot be seen in /proc.
+ */
+function databaseServerPid(kind: 'mariadb' | 'mssql'): number | undefined {
+  const port = Number(new URL(adminUrl(kind)).port || (kind === 'mariadb' ? 3306 : 1433));
+  // Babelfish is a PostgreSQL cluster (its postmaster listens on the TDS port); SQL Server: sqlservr.
+  const names = kind === 'mariadb' ? ['mariadbd', 'mysqld'] : ['postgres', 'sqlservr'];
+  const listener = pidListeningOn(port);
+  if (listener !== undefined && names.includes(processName(listener) ?? '')) return listener;
+  if (kind === 'mariadb') {
+    const named = pidsNamed(names);
+    if (named.length === 1) return named[0];
+  }
+  return undefined;
+}
+
+interface Shared {
+  beforeDir: string | undefined;
+  redis: RedisProbe;
+  rounds: number;
+  sliceSec: number;
+  warmupSec: number;
+  connections: number;
+}
+
+/** The whole table, its checks and the crash probe on one database. */
+async function benchDatabase(
+  ctx: BenchContext,
+  kind: BenchDatabaseKind,
+  shared: Shared,
+): Promise<BenchReport> {
+  const { beforeDir, redis, rounds, sliceSec, warmupSec, connections } = shared;
+  const scenarios = SCENARIOS.filter((s) => beforeDir || s.variant !== 'lib-before');
+  const cleanups: Array<() => Promise<void> | void> = [];
+  let cleaned = false;
+  const cleanup = async () => {
+    if (cleaned) return;
+    cleaned = true;
+    for (const fn of cleanups.reverse()) {
+      try {
+        await fn();
+      } catch (e) {
+        ctx.log(`${kind}: cleanup failed: ${(e as Error).message}`);
+      }
+    }
+  };
+  ctx.onCleanup(cleanup);
+  try {
+    ctx.log(`${kind}: creating a scratch database`);
+    const db = await createScratchDatabase(kind);
+    cleanups.push(() => db.drop());
+    const own = new DataSource({ ...(databaseOptionsFromUrl(db.url) as any) });
     await own.initialize();
-    await own.query(
-      'CREATE TABLE payments (id uuid PRIMARY KEY, customer_id text NOT NULL, amount int NOT NULL, created_at timestamptz NOT NULL DEFAULT now())',
-    );
+    cleanups.push(() => own.destroy());
+    await own.query(PAYMENTS_DDL[kind]);
     await own.query('CREATE INDEX payments_customer ON payments (customer_id)');
-    ctx.onCleanup(() => own.destroy());
-    const redis = await RedisProbe.open(REDIS_URL);
-    ctx.onCleanup(() => redis.close());
+    const version = await serverVersion(kind, own);
+    const name =
+      kind === 'mssql' && /babelfish/i.test(version) ? 'SQL Server (Babelfish)' : DB_NAME[kind];
+    const options = appDatabaseOptions(kind, db.url);
+
+    /** The database processes whose CPU counts for a variant's slice, found anew at each sample. */
+    let dbPids: (variant: Variant) => Promise<number[]> = async () => [];
+    let dbCpuNote = DB_CPU_NOTE[kind];
+    if (kind === 'postgres') {
+      const admin = await openAdmin('postgres');
+      cleanups.push(() => admin.destroy());
+      dbPids = async (variant) =>
+        (
+          await admin.query(
+            'SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = $2',
+            [db.name, `peers-${variant}`],
+          )
+        ).map((r: { pid: number }) => Number(r.pid));
+    } else if (kind === 'mariadb' || kind === 'mssql') {
+      const server = databaseServerPid(kind);
+      if (server === undefined) {
+        dbCpuNote = `NOT MEASURED (0): the ${name} server process cannot be seen in /proc from here`;
+        ctx.log(`${kind}: the server process cannot be found: its CPU is not counted`);
+      } else if (kind === 'mariadb') dbPids = async () => [server];
+      else dbPids = async () => [server, ...childPids(server)];
+    }
 
     const env = (variant: Variant): Record<string, string> => ({
       VARIANT: variant,
-      PG_URL: db.url,
+      PEERS_DB_OPTIONS: JSON.stringify(options),
       REDIS_URL,
       ...(variant === 'lib-before' ? { LIB_DIR: beforeDir! } : {}),
     });
-    const start = (variant: Variant) =>
-      spawnServer({ script: SERVER, env: env(variant), readyTimeoutMs: 90_000 });
+    /** Starts an app and opens its pool's connections before any request counts. */
+    const start = async (variant: Variant) => {
+      const server = await spawnServer({
+        script: SERVER,
+        env: env(variant),
+        readyTimeoutMs: 90_000,
+      });
+      const r = await fetch(`${server.url}/bench/warm-pool`, { method: 'POST' });
+      if (!r.ok) {
+        const text = await r.text();
+        await server.stop();
+        throw new Error(`${kind}: the ${variant} app's pool warm-up answered ${r.status} ${text}`);
+      }
+      return server;
+    };
     const servers = new Map<Variant, ServerProcess>();
-    ctx.onCleanup(async () => {
+    cleanups.push(async () => {
       for (const s of servers.values()) await s.stop();
     });
     const variants: Variant[] = ['lib', 'ni-redis', 'ni-memory', 'ei-redis'];
     if (beforeDir) variants.splice(1, 0, 'lib-before');
     for (const v of variants) {
-      ctx.log(`starting the ${v} app`);
+      ctx.log(`${kind}: starting the ${v} app`);
       servers.set(v, await start(v));
     }
 
-    const runId = Date.now().toString(36);
+    const runId = `${Date.now().toString(36)}${kind.slice(0, 2)}`;
     let seq = 0;
     const freshKey = () => `${runId}-${(seq++).toString(36)}`;
     const post = async (url: string, key: string | undefined, body = BODY, extra = {}) => {
@@ -285,12 +485,12 @@ const suite: BenchSuite = {
         const k = freshKey();
         const r = await post(url, k);
         if (r.status !== 201)
-          throw new Error(`${s.id}: completing a key answered ${r.status} ${r.text}`);
+          throw new Error(`${kind} ${s.id}: completing a key answered ${r.status} ${r.text}`);
         keys.push(k);
       }
       // Sanity: the replay answers the same bytes.
       const again = await post(url, keys[0]);
-      if (again.status !== 201) throw new Error(`${s.id}: replay answered ${again.status}`);
+      if (again.status !== 201) throw new Error(`${kind} ${s.id}: replay answered ${again.status}`);
       pools.set(s.id, keys);
     }
     const headersFor = (s: Scenario): (() => Record<string, string>) => {
@@ -300,14 +500,6 @@ const suite: BenchSuite = {
       let i = 0;
       return () => ({ 'idempotency-key': pool[i++ % pool.length] });
     };
-
-    const backends = async (variant: Variant): Promise<number[]> =>
-      (
-        await admin.query(
-          'SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = $2',
-          [db.name, `peers-${variant}`],
-        )
-      ).map((r: { pid: number }) => Number(r.pid));
 
     type Traffic = { statements: Record<string, number>; completed: number; inFlight: number };
     const traffic = async (url: string): Promise<Traffic> =>
@@ -329,7 +521,7 @@ const suite: BenchSuite = {
     const slice = async (s: Scenario, seconds: number): Promise<Round> => {
       const server = servers.get(s.variant)!;
       await drained(server.url); // nothing in flight, counters reset
-      const pg0 = new Map((await backends(s.variant)).map((p) => [p, cpuTimeMs([p])]));
+      const db0 = new Map((await dbPids(s.variant)).map((p) => [p, cpuTimeMs([p])]));
       const redisCpu0 = await redis.cpuMs();
       const redisCmd0 = await redis.commands();
       const app0 = cpuTimeMs([server.pid]);
@@ -347,18 +539,18 @@ const suite: BenchSuite = {
       const app1 = cpuTimeMs([server.pid]);
       const redisCmd1 = await redis.commands();
       const redisCpu1 = await redis.cpuMs();
-      let pgMs = 0;
-      for (const p of await backends(s.variant)) pgMs += cpuTimeMs([p]) - (pg0.get(p) ?? 0);
+      let dbMs = 0;
+      for (const p of await dbPids(s.variant)) dbMs += cpuTimeMs([p]) - (db0.get(p) ?? 0);
       const counts = done.statements;
       const n = Math.max(1, done.completed);
       const appUs = ((app1 - app0) * 1000) / n;
-      const pgUs = (pgMs * 1000) / n;
+      const dbUs = (dbMs * 1000) / n;
       const redisUs = ((redisCpu1 - redisCpu0) * 1000) / n;
       return {
         reqPerSec: sample.ok / sample.durationSec,
-        cpuUsPerReq: appUs + pgUs + redisUs,
+        cpuUsPerReq: appUs + dbUs + redisUs,
         appUs,
-        pgUs,
+        dbUs,
         redisUs,
         statements: Object.values(counts).reduce((a, b) => a + b, 0) / n,
         redisCommands: Math.max(0, redisCmd1 - redisCmd0 - 1) / n,
@@ -366,13 +558,13 @@ const suite: BenchSuite = {
       };
     };
 
-    ctx.log(`warm-up, ${warmupSec} s per scenario`);
+    ctx.log(`${kind}: warm-up, ${warmupSec} s per scenario`);
     for (const s of scenarios) await slice(s, warmupSec);
     const results = new Map<string, Round[]>();
     for (let round = 0; round < rounds; round++) {
       const order = round % 2 === 0 ? scenarios : [...scenarios].reverse();
       for (const s of order) {
-        ctx.log(`round ${round + 1}/${rounds}: ${s.id} for ${sliceSec} s`);
+        ctx.log(`${kind}: round ${round + 1}/${rounds}: ${s.id} for ${sliceSec} s`);
         const r = await slice(s, sliceSec);
         results.set(s.id, [...(results.get(s.id) ?? []), r]);
       }
@@ -385,23 +577,25 @@ const suite: BenchSuite = {
       Math.round(med(s.id, (r) => r.reqPerSec)),
       (med(s.id, (r) => r.reqPerSec) / aRate).toFixed(2),
       Math.round(med(s.id, (r) => r.cpuUsPerReq)),
-      `${Math.round(med(s.id, (r) => r.appUs))} / ${Math.round(med(s.id, (r) => r.pgUs))} / ${Math.round(med(s.id, (r) => r.redisUs))}`,
+      `${Math.round(med(s.id, (r) => r.appUs))} / ${Math.round(med(s.id, (r) => r.dbUs))} / ${Math.round(med(s.id, (r) => r.redisUs))}`,
       med(s.id, (r) => r.statements).toFixed(1),
       med(s.id, (r) => r.redisCommands).toFixed(1),
       results.get(s.id)!.reduce((a, r) => a + r.failed, 0),
     ]);
 
     // Crash probe: SIGKILL mid-request, restart, retry with the same key and body.
-    ctx.log('crash probe');
+    ctx.log(`${kind}: crash probe`);
     for (const s of servers.values()) await s.stop();
     servers.clear();
     const probeRows: Array<Array<string | number>> = [];
     const waitSec = ctx.quick ? 3 : 8;
+    const countSql = `SELECT COUNT(*) AS n FROM payments WHERE customer_id = ${placeholder(kind, 0)}`;
     for (const p of PROBES) {
       const customer = `crash-${runId}-${p.variant}-${p.path.replace(/\W/g, '')}`;
       const body = JSON.stringify({ customerId: customer, amount: 1 });
       const key = freshKey();
       let server = await start(p.variant);
+      servers.set(p.variant, server);
       const inFlight = post(server.url + p.path, key, body, { 'x-delay-ms': '5000' }).catch(
         () => undefined,
       );
@@ -411,6 +605,7 @@ const suite: BenchSuite = {
       await inFlight;
       await new Promise((r) => server.child.once('exit', r).unref?.() ?? r(undefined));
       server = await start(p.variant);
+      servers.set(p.variant, server);
       const t0 = Date.now();
       let first = await post(server.url + p.path, key, body);
       let status = first.status;
@@ -420,11 +615,7 @@ const suite: BenchSuite = {
         status = first.status;
       }
       const stuckMs = Date.now() - t0;
-      const payments = Number(
-        (
-          await own.query('SELECT COUNT(*) AS n FROM payments WHERE customer_id = $1', [customer])
-        )[0].n,
-      );
+      const payments = Number((await own.query(countSql, [customer]))[0].n);
       let outcome: string;
       if (status === 201)
         outcome = `${payments === 1 ? 'executes once' : `executes ${payments} times`}${stuckMs > 400 ? ` (409 for ${(stuckMs / 1000).toFixed(1)} s first)` : ''}`;
@@ -435,78 +626,161 @@ const suite: BenchSuite = {
       }
       probeRows.push([p.label, String(status), payments, outcome]);
       await server.stop();
+      servers.delete(p.variant);
     }
 
     const cpu = (id: string) => med(id, (r) => r.cpuUsPerReq);
     const rate = (id: string) => med(id, (r) => r.reqPerSec);
+    // The targets of issue #19 are PostgreSQL's; on the other databases the same figures are
+    // reported beside them (informative: they never fail --strict).
+    const informative = kind !== 'postgres';
+    const forPg = informative ? ' (target is for PostgreSQL)' : '';
     const checks: BenchCheck[] = [
       {
-        name: 'replay CPU/request ≤ node-idempotency + Redis',
+        name: `${name}: replay CPU/request ≤ node-idempotency + Redis${forPg}`,
         target: `≤ ${Math.round(cpu('ni-redis-replay'))} µs`,
         actual: `${Math.round(cpu('lib-replay'))} µs`,
         ok: cpu('lib-replay') <= cpu('ni-redis-replay'),
+        informative,
       },
       {
-        name: 'replay req/s ≥ node-idempotency + Redis',
+        name: `${name}: replay req/s ≥ node-idempotency + Redis${forPg}`,
         target: `≥ ${Math.round(rate('ni-redis-replay'))}`,
         actual: `${Math.round(rate('lib-replay'))}`,
         ok: rate('lib-replay') >= rate('ni-redis-replay'),
+        informative,
       },
       {
-        name: 'first execution, transactional: CPU/request ≤ 1.4 × (a-tx)',
+        name: `${name}: first execution, transactional: CPU/request ≤ 1.4 × (a-tx)${forPg}`,
         target: '≤ 1.40',
         actual: (cpu('lib-tx') / aTxCpu).toFixed(2),
         ok: cpu('lib-tx') / aTxCpu <= 1.4,
+        informative,
       },
     ];
     if (beforeDir)
       checks.push(
         {
-          name: 'BEFORE build: replay CPU/request ≤ node-idempotency + Redis',
+          name: `${name}: BEFORE build: replay CPU/request ≤ node-idempotency + Redis`,
           target: `≤ ${Math.round(cpu('ni-redis-replay'))} µs`,
           actual: `${Math.round(cpu('before-replay'))} µs`,
           ok: cpu('before-replay') <= cpu('ni-redis-replay'),
           informative: true,
         },
         {
-          name: 'BEFORE build: first execution, transactional: CPU/request ÷ (a-tx)',
+          name: `${name}: BEFORE build: first execution, transactional: CPU/request ÷ (a-tx)`,
           target: '≤ 1.40',
           actual: (cpu('before-tx') / aTxCpu).toFixed(2),
           ok: cpu('before-tx') / aTxCpu <= 1.4,
           informative: true,
         },
       );
+    const notes = [
+      `${name}: ${version}; the DB share of the CPU is ${dbCpuNote}.`,
+      ...(kind === 'sqlite'
+        ? [
+            'SQLite: one database file for every app (one at a time under load), WAL, busy timeout 5 s.',
+          ]
+        : []),
+      ...(kind === 'mssql'
+        ? [
+            `${name}: every app opens its pool's 10 connections before the warm-up and keeps them for the run (a new Babelfish connection answers its first batch about a second late).`,
+          ]
+        : []),
+    ];
+    const tables: BenchTable[] = [
+      {
+        title: `Peers on ${name}: POST /payments, one insert, Nest 11, ${connections} connections, medians of ${rounds} interleaved rounds of ${sliceSec} s`,
+        columns: [
+          'scenario',
+          'req/s',
+          '× (a)',
+          'CPU µs/req',
+          'app / DB / Redis',
+          'DB stmts/req',
+          'Redis cmds/req',
+          'non-201',
+        ],
+        rows,
+      },
+      {
+        title: `Crash probe on ${name}: SIGKILL while the handler runs (after its insert), restart, retry the same key and body`,
+        columns: ['peer', 'retry status', 'payments', 'outcome'],
+        rows: probeRows,
+      },
+    ];
     return {
-      tables: [
-        {
-          title: `Peers on PostgreSQL: POST /payments, one insert, Nest 11, ${connections} connections, medians of ${rounds} interleaved rounds of ${sliceSec} s`,
-          columns: [
-            'scenario',
-            'req/s',
-            '× (a)',
-            'CPU µs/req',
-            'app / PG / Redis',
-            'PG stmts/req',
-            'Redis cmds/req',
-            'non-201',
-          ],
-          rows,
-        },
-        {
-          title:
-            'Crash probe: SIGKILL while the handler runs (after its insert), restart, retry the same key and body',
-          columns: ['peer', 'retry status', 'payments', 'outcome'],
-          rows: probeRows,
-        },
-      ],
+      tables,
       checks,
+      notes,
+      data: { version, results: Object.fromEntries(results), probe: probeRows },
+    };
+  } finally {
+    await cleanup();
+  }
+}
+
+const withoutCredentials = (url: string) => url.replace(/\/\/[^@/]*@/, '//');
+
+const suite: BenchSuite = {
+  description:
+    'This library vs @node-idempotency/nestjs (Redis, memory) and express-idempotency (Redis) on one Nest 11 app, one insert into the database (--db=postgres|mariadb|sqlite|mssql, or a comma list; default postgres); plus a crash probe',
+  maxDurationMs: SUITE_LIMIT_MS,
+  async run(ctx) {
+    const kinds = parseDatabases(ctx.args);
+    for (const kind of kinds) {
+      if (kind === 'sqlite' || (await isReachable(kind))) continue;
+      if (kind === 'mssql')
+        throw new Error(
+          MSSQL_ADMIN_URL
+            ? `--db=mssql: SQL Server is not reachable at MSSQL_URL=${withoutCredentials(MSSQL_ADMIN_URL)}; ${MSSQL_HINT}`
+            : `--db=mssql: MSSQL_URL (mssql://user:pass@host:1433/db) is not set; ${MSSQL_HINT}`,
+        );
+      throw new Error(
+        `--db=${kind}: ${DB_NAME[kind]} is not reachable at ${withoutCredentials(adminUrl(kind))} (PG_URL / MARIADB_URL override it)`,
+      );
+    }
+    const rounds = ctx.quick ? 1 : Number(arg(ctx.args, 'rounds') ?? 3);
+    let sliceSec = ctx.quick ? 1 : Number(arg(ctx.args, 'duration') ?? 4);
+    const warmupSec = 1;
+    const connections = 32;
+    // Keep under the suite's limit: per database, every scenario's warm-up and slices (and about
+    // a second each to drain and sample), the apps' starts, the replay keys and the crash probe.
+    const scenarioCount = SCENARIOS.filter(
+      (s) => process.env.PEERS_BEFORE_TARBALL || s.variant !== 'lib-before',
+    ).length;
+    const budgetSec = (SUITE_LIMIT_MS - 120_000) / 1000;
+    const planned = (slice: number) =>
+      kinds.length * (scenarioCount * (warmupSec + 1 + rounds * (slice + 1)) + 180);
+    if (planned(sliceSec) > budgetSec) {
+      const fitted = Math.max(
+        1,
+        Math.floor(((budgetSec / kinds.length - 180) / scenarioCount - warmupSec - 1) / rounds - 1),
+      );
+      ctx.log(`slices shortened from ${sliceSec} s to ${fitted} s to stay under the suite's limit`);
+      sliceSec = fitted;
+    }
+    const tarball = installLibrary(ctx, kinds);
+    const beforeDir = unpackBefore(ctx);
+    const redis = await RedisProbe.open(REDIS_URL);
+    ctx.onCleanup(() => redis.close());
+
+    const shared: Shared = { beforeDir, redis, rounds, sliceSec, warmupSec, connections };
+    const reports: Array<{ kind: BenchDatabaseKind; report: BenchReport }> = [];
+    for (const kind of kinds)
+      reports.push({ kind, report: await benchDatabase(ctx, kind, shared) });
+    return {
+      tables: reports.flatMap((r) => r.report.tables),
+      checks: reports.flatMap((r) => r.report.checks ?? []),
       notes: [
         `library: ${tarball}`,
-        'CPU µs/req: the app process, its PostgreSQL backends (by application_name) and the Redis server (INFO cpu), from /proc and Redis, per request the app answered in the slice (its tail, answered after the load stopped, included); PG statements per request likewise; medians over rounds.',
+        "CPU µs/req: the app process, the database (below, per database) and the Redis server (INFO cpu), from /proc and Redis, per request the app answered in the slice (its tail, answered after the load stopped, included); DB statements per request (the app's TypeORM logger) likewise; medians over rounds.",
+        ...reports.flatMap((r) => r.report.notes ?? []),
+        'The peers keep their idempotency records in Redis or in memory; every variant inserts its payment into the database of its table.',
         "Redis cmds/req: total_commands_processed of the Redis server over the slice (the probe's own INFO call removed).",
-        'The crash probe kills the process 0.8 s into a 5 s handler; the retry is repeated every 0.5 s while it is refused.',
+        'The crash probe kills the process 0.8 s into a 5 s handler; the retry is repeated every 0.5 s while it is refused; payments are counted in that database.',
       ],
-      data: { results: Object.fromEntries(results), probe: probeRows },
+      data: Object.fromEntries(reports.map((r) => [r.kind, r.report.data])),
     };
   },
 };

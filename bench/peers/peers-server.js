@@ -1,10 +1,10 @@
 'use strict';
 /*
- * The peers benchmark's app: ONE Nest 11 app, one handler (insert a payment into PostgreSQL,
- * answer 201 with it), wired per VARIANT with this library (installed from its packed tarball
- * into bench/peers/node_modules) or with a peer. Plain JavaScript run from bench/peers/, so that
- * every require resolves in bench/peers/node_modules (the peers' own install), never in the
- * library's.
+ * The peers benchmark's app: ONE Nest 11 app, one handler (insert a payment into the database —
+ * PostgreSQL, MariaDB, SQLite or SQL Server — and answer 201 with it), wired per VARIANT with this
+ * library (installed from its packed tarball into bench/peers/node_modules) or with a peer. Plain
+ * JavaScript run from bench/peers/, so that every require resolves in bench/peers/node_modules
+ * (the peers' own install), never in the library's.
  *
  * VARIANT:
  * - lib: POST /a (no idempotency, autocommit insert), POST /a-tx (the same insert in a nestjs-cls
@@ -13,10 +13,16 @@
  * - ni-redis / ni-memory: POST /payments with @node-idempotency/nestjs (Redis / in-memory storage);
  * - ei-redis: POST /payments behind the express-idempotency middleware with its Redis adapter.
  * Every handler sleeps `x-delay-ms` after its insert (the crash probe kills the process then).
+ * The peers keep their idempotency records in Redis or in memory (as their users do); only the
+ * payment goes to the database.
  * GET /health; GET /bench/statements: the SQL statements sent and the requests answered since the
- * last call (and resets both), and the requests in flight.
+ * last call (and resets both), and the requests in flight; POST /bench/warm-pool: opens every
+ * connection of the DataSource's pool at once (Babelfish answers a new connection's first batch
+ * about a second late: that belongs to no request of a warm service).
  *
- * Env: VARIANT, PG_URL, REDIS_URL, PORT, HOST; LIB_DIR (lib-before: where that build is unpacked).
+ * Env: VARIANT, PEERS_DB_OPTIONS (the DataSource options as JSON: type, url or host/port/…, pool;
+ * computed by the suite from a DB_URL) or PG_URL (PostgreSQL alone, as before), REDIS_URL, PORT,
+ * HOST; LIB_DIR (lib-before: where that build is unpacked).
  */
 require('reflect-metadata');
 const { randomUUID } = require('node:crypto');
@@ -47,7 +53,24 @@ const IS_LIB = VARIANT === 'lib' || VARIANT === 'lib-before';
 const LIB = process.env.LIB_DIR
   ? require.resolve('nestjs-exactly-once', { paths: [process.env.LIB_DIR] })
   : 'nestjs-exactly-once';
-const PG_URL = process.env.PG_URL;
+/** The payments database: TypeORM DataSource options (no entities, no logger). */
+const DB_OPTIONS = process.env.PEERS_DB_OPTIONS
+  ? JSON.parse(process.env.PEERS_DB_OPTIONS)
+  : { type: 'postgres', url: process.env.PG_URL };
+const DB_TYPE = DB_OPTIONS.type;
+/** Bind placeholder `i` (0-based) of TypeORM's query() on this database. */
+const placeholder = (i) =>
+  DB_TYPE === 'postgres' ? `$${i + 1}` : DB_TYPE === 'mssql' ? `@${i}` : '?';
+const INSERT_PAYMENT = `INSERT INTO payments (id, customer_id, amount) VALUES (${[0, 1, 2].map(placeholder).join(', ')})`;
+/** Connections of the DataSource's pool (SQLite: one connection, no pool). */
+const POOL_SIZE =
+  DB_TYPE === 'better-sqlite3' || DB_TYPE === 'sqlite'
+    ? 0
+    : Number(
+        (DB_OPTIONS.pool && DB_OPTIONS.pool.max) ||
+          (DB_OPTIONS.extra && (DB_OPTIONS.extra.max || DB_OPTIONS.extra.connectionLimit)) ||
+          10,
+      );
 const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
 
 /** Counts every statement the app's DataSource sends (TypeORM calls logQuery for each). */
@@ -93,11 +116,7 @@ async function insertPayment(txHost, body, delay) {
     customerId: String((body && body.customerId) || 'anon'),
     amount: Number((body && body.amount) || 1),
   };
-  await txHost.tx.query('INSERT INTO payments (id, customer_id, amount) VALUES ($1, $2, $3)', [
-    payment.id,
-    payment.customerId,
-    payment.amount,
-  ]);
+  await txHost.tx.query(INSERT_PAYMENT, [payment.id, payment.customerId, payment.amount]);
   const ms = Number(delay || 0);
   if (ms > 0) await sleep(ms);
   return payment;
@@ -108,14 +127,26 @@ const traffic = { inFlight: 0, completed: 0 };
 function trackTraffic(req, res, next) {
   if (req.url.startsWith('/bench/') || req.url === '/health') return next();
   traffic.inFlight++;
-  res.once('close', () => {
-    traffic.inFlight--;
-    traffic.completed++;
-  });
+  // Answered when the app ends its response, not when the connection closes: the load generator
+  // closes its connections when a slice ends, and the requests then in flight still run to their
+  // end (their statements and CPU belong to the slice that sent them).
+  let answered = false;
+  const end = res.end;
+  res.end = function (...args) {
+    if (!answered) {
+      answered = true;
+      traffic.inFlight--;
+      traffic.completed++;
+    }
+    return end.apply(this, args);
+  };
   next();
 }
 
 class HealthController {
+  constructor(dataSource) {
+    this.dataSource = dataSource;
+  }
   health() {
     return { ok: true };
   }
@@ -129,9 +160,28 @@ class HealthController {
     traffic.completed = 0;
     return out;
   }
+  /** Holds every pooled connection at once (each in a short transaction), so that all are open. */
+  async warmPool() {
+    await Promise.all(
+      Array.from({ length: POOL_SIZE }, async () => {
+        const runner = this.dataSource.createQueryRunner();
+        try {
+          await runner.startTransaction();
+          await runner.query('SELECT 1');
+          await sleep(300);
+          await runner.commitTransaction();
+        } finally {
+          await runner.release();
+        }
+      }),
+    );
+    return { connections: POOL_SIZE };
+  }
 }
 method(HealthController, 'health', [Get('health')]);
 method(HealthController, 'statements', [Get('bench/statements')]);
+method(HealthController, 'warmPool', [Post('bench/warm-pool')]);
+Inject(getDataSourceToken())(HealthController, undefined, 0);
 Reflect.decorate([Controller()], HealthController);
 
 function libController() {
@@ -203,16 +253,20 @@ function expressIdempotencyController() {
 function appModule() {
   const imports = [
     TypeOrmModule.forRoot({
-      type: 'postgres',
-      url: PG_URL,
-      applicationName: `peers-${VARIANT}`,
+      ...DB_OPTIONS,
+      // PostgreSQL: the suite finds this app's backends (and their CPU) by application_name.
+      ...(DB_TYPE === 'postgres' ? { applicationName: `peers-${VARIANT}` } : {}),
+      // SQL Server: the same name in its sessions (diagnostics only: the suite counts the server).
+      ...(DB_TYPE === 'mssql'
+        ? { options: { ...DB_OPTIONS.options, appName: `peers-${VARIANT}` } }
+        : {}),
       logger: counter,
       synchronize: false,
       ...(IS_LIB
         ? (() => {
             const lib = require(LIB);
             return {
-              entities: lib.getIdempotencyEntities({ type: 'postgres' }),
+              entities: lib.getIdempotencyEntities({ type: DB_TYPE }),
               migrations: lib.getIdempotencyMigrations(),
               migrationsRun: true,
             };

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { freePort } from '../../test/support/free-port';
 
 /** A server under test, running in its own OS process (never in the load generator's). */
@@ -85,6 +85,87 @@ export function cpuTimeMs(pids: number[]): number {
     }
   }
   return (ticks * 1000) / TICKS_PER_SECOND;
+}
+
+/** The parent pid of a process, from /proc/<pid>/stat (undefined when it is gone). */
+function parentPid(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  } catch {
+    return undefined;
+  }
+}
+
+const allPids = (): number[] =>
+  readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .map(Number);
+
+/** A process's command name (/proc/<pid>/comm, e.g. `mariadbd`), or undefined when it is gone. */
+export function processName(pid: number): string | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return undefined;
+  }
+}
+
+/** The processes with one of these command names. */
+export function pidsNamed(names: string[]): number[] {
+  return allPids().filter((p) => names.includes(processName(p) ?? ''));
+}
+
+/** The processes whose parent is `pid` (e.g. a PostgreSQL postmaster's backends and workers). */
+export function childPids(pid: number): number[] {
+  return allPids().filter((p) => parentPid(p) === pid);
+}
+
+/**
+ * The process that listens on TCP `port` (any local address), from /proc/net/tcp{,6} and the
+ * processes' open sockets: the server itself, not a child that inherited the socket. Undefined
+ * when none can be seen (another network namespace, no permission to read its fds).
+ */
+export function pidListeningOn(port: number): number | undefined {
+  const inodes = new Set<string>();
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let lines: string[];
+    try {
+      lines = readFileSync(table, 'utf8').split('\n').slice(1);
+    } catch {
+      continue;
+    }
+    for (const line of lines) {
+      // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+      const f = line.trim().split(/\s+/);
+      if (f.length < 10 || f[3] !== '0A') continue; // 0A: LISTEN
+      if (parseInt(f[1].slice(f[1].lastIndexOf(':') + 1), 16) === port) inodes.add(f[9]);
+    }
+  }
+  if (!inodes.size) return undefined;
+  const holders: number[] = [];
+  for (const pid of allPids()) {
+    let fds: string[];
+    try {
+      fds = readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue;
+    }
+    for (const fd of fds) {
+      let link: string;
+      try {
+        link = readlinkSync(`/proc/${pid}/fd/${fd}`);
+      } catch {
+        continue;
+      }
+      const m = /^socket:\[(\d+)\]$/.exec(link);
+      if (m && inodes.has(m[1])) {
+        holders.push(pid);
+        break;
+      }
+    }
+  }
+  return holders.find((p) => !holders.includes(parentPid(p) ?? -1));
 }
 
 /** True when per-process CPU accounting is available (Linux /proc). */
