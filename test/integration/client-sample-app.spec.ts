@@ -2,7 +2,12 @@ import type { INestApplication } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { createIdempotentFetch, type FetchLike, type RetryEvent } from '../../lib/client';
 import { createTestDatabase, databaseKinds, type TestDatabase } from '../support/databases';
-import { baseUrl, startSampleApp, warmSampleAppPool } from '../support/sample-app';
+import {
+  appSetupTimeoutMs,
+  baseUrl,
+  startSampleApp,
+  warmSampleAppPool,
+} from '../support/sample-app';
 
 const modes = ['transactional', 'leased'] as const;
 const cases = databaseKinds().flatMap((db) => modes.map((m) => [db, m] as const));
@@ -37,12 +42,12 @@ describe.each(cases)(
       url = await baseUrl(app);
       // Attempts of 300 ms must meet the gate, not a cold Babelfish connection's late first batch.
       await warmSampleAppPool(url);
-    });
+    }, appSetupTimeoutMs(kind));
 
     afterAll(async () => {
       await app?.close();
       await db?.drop();
-    });
+    }, appSetupTimeoutMs(kind));
 
     /** A client whose attempts go through the real fetch and are recorded (key of each attempt). */
     function recordedClient(timeoutMs: number) {

@@ -8,7 +8,12 @@ import {
   openDataSource,
   type TestDatabase,
 } from '../support/databases';
-import { baseUrl, type Platform, warmSampleAppPool } from '../support/sample-app';
+import {
+  appSetupTimeoutMs,
+  baseUrl,
+  type Platform,
+  warmSampleAppPool,
+} from '../support/sample-app';
 import { derivedKeys, handlerEvents } from '../fixtures/gate/gate-fixture.controller';
 import { startGateFixture } from '../fixtures/gate/gate-fixture.module';
 import {
@@ -45,13 +50,13 @@ describe.each(cases)('@Idempotent() endpoint options on %s / %s', (kind, platfor
     // cold connection's first batch late), as in a running service. Leased: the claim, the
     // transaction and the renewals each take a connection.
     await warmSampleAppPool(url, 10, { path: '/gate/wait-leased', delayHeader: 'x-delay-ms' });
-  });
+  }, appSetupTimeoutMs(kind));
 
   afterAll(async () => {
     await ds?.destroy();
     await app?.close();
     await db?.drop();
-  });
+  }, appSetupTimeoutMs(kind));
 
   const customer = (label: string) => `${label}-${randomUUID().slice(0, 8)}`;
   /** How long the first request runs while a duplicate waits out a 300 ms bound (Babelfish answers slowly under load). */

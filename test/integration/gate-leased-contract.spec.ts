@@ -8,7 +8,13 @@ import {
   openDataSource,
   type TestDatabase,
 } from '../support/databases';
-import { baseUrl, type Platform, startSampleApp, warmSampleAppPool } from '../support/sample-app';
+import {
+  appSetupTimeoutMs,
+  baseUrl,
+  type Platform,
+  startSampleApp,
+  warmSampleAppPool,
+} from '../support/sample-app';
 import { ledgerRows, paymentCount, postJson, sleep } from '../fixtures/gate/http';
 import { paymentsFingerprint, paymentsScope, plantStartedRecord } from '../fixtures/gate/ledger';
 
@@ -46,13 +52,13 @@ describe.each(cases)('HTTP contract in leased mode on %s / %s', (kind, platform)
     // A duplicate that met a cold connection would reach the key after the first request had
     // completed (the replay, not the 409).
     await warmSampleAppPool(url);
-  });
+  }, appSetupTimeoutMs(kind));
 
   afterAll(async () => {
     await ds?.destroy();
     await app?.close();
     await db?.drop();
-  });
+  }, appSetupTimeoutMs(kind));
 
   const post = (key: string | undefined, payload: unknown, headers: Record<string, string> = {}) =>
     postJson(`${url}/payments`, key, payload, headers);

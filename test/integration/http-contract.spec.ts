@@ -7,7 +7,13 @@ import {
   openDataSource,
   type TestDatabase,
 } from '../support/databases';
-import { baseUrl, type Platform, startSampleApp, warmSampleAppPool } from '../support/sample-app';
+import {
+  appSetupTimeoutMs,
+  baseUrl,
+  type Platform,
+  startSampleApp,
+  warmSampleAppPool,
+} from '../support/sample-app';
 
 const platforms: Platform[] = ['express', 'fastify'];
 const cases = databaseKinds().flatMap((db) => platforms.map((p) => [db, p] as const));
@@ -32,13 +38,13 @@ describe.each(cases)('HTTP idempotency contract on %s / %s', (kind, platform) =>
     ds = await openDataSource(db.url);
     // The in-flight duplicate and the 50-request storm below meet warm connections, as in a running service.
     await warmSampleAppPool(url);
-  });
+  }, appSetupTimeoutMs(kind));
 
   afterAll(async () => {
     await ds?.destroy();
     await app?.close();
     await db?.drop();
-  });
+  }, appSetupTimeoutMs(kind));
 
   const post = (key: string | undefined, payload: unknown, headers: Record<string, string> = {}) =>
     fetch(`${url}/payments`, {

@@ -40,6 +40,14 @@ export async function baseUrl(app: INestApplication): Promise<string> {
 }
 
 /**
+ * Jest time-out for a hook or test that starts an app and warms its pool (`warmSampleAppPool`):
+ * on SQL Server (Babelfish) every cold connection's first batch starts a second or more late, and
+ * several seconds late on a slow or loaded 2-core machine (CI on 2026-11-26: a fixture app's
+ * set-up went past Jest's 60 s), so there it gets minutes. Elsewhere Jest's default.
+ */
+export const appSetupTimeoutMs = (kind: string): number => (kind === 'mssql' ? 300_000 : 60_000);
+
+/**
  * Runs `connections` overlapping payments on fresh keys against a running sample app (its
  * `X-Demo-Delay-Ms` switch keeps each one on its pooled connection for a moment), so that every
  * connection of its pool (10 by default) has opened and run the gate's statements once. On
