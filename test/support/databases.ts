@@ -162,7 +162,12 @@ async function createServerDatabase(
 
 /** Opens a plain DataSource on a test database (for direct assertions on tables). */
 export async function openDataSource(url: string): Promise<DataSource> {
-  const ds = new DataSource({ ...(databaseOptionsFromUrl(url) as any) });
+  const options = { ...(databaseOptionsFromUrl(url) as any) };
+  // SQL Server (Babelfish): the test's own statements (assertions, planted records) may open a
+  // cold connection while both Jest workers load the server; its first batch then starts late,
+  // past the driver's default 15 s request time-out on a slow 2-core machine (CI, 2026-11-26).
+  if (options.type === 'mssql') options.requestTimeout = 60_000;
+  const ds = new DataSource(options);
   await ds.initialize();
   return ds;
 }
