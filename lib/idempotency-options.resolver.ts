@@ -70,7 +70,7 @@ export const DEFAULT_OPTIONS: ResolvedIdempotencyOptions = {
     outboxRetentionMs: 7 * 24 * 60 * 60 * 1000,
     inboxRetentionMs: 7 * 24 * 60 * 60 * 1000,
   },
-  replayCache: { maxBytes: 16 * 1024 * 1024, maxAgeMs: 60_000 },
+  replayCache: { maxBytes: 16 * 1024 * 1024, maxAgeMs: 60_000, storeTimeoutMs: 100 },
   health: {
     relayHeartbeatTimeoutMs: 30_000,
     maxPendingAgeMs: 5 * 60 * 1000,
@@ -119,7 +119,7 @@ export function resolveOptions(options: IdempotencyModuleOptions = {}): Resolved
       options.replayCache === false
         ? false
         : {
-            ...(DEFAULT_OPTIONS.replayCache as Required<ReplayCacheOptions>),
+            ...(DEFAULT_OPTIONS.replayCache as Required<Omit<ReplayCacheOptions, 'store'>>),
             ...stripUndefined(options.replayCache ?? {}),
           },
   };
@@ -265,6 +265,22 @@ function validateOptions(o: ResolvedIdempotencyOptions): void {
   if (o.replayCache !== false) {
     if (!(o.replayCache.maxBytes >= 0)) fail('replayCache.maxBytes must be >= 0');
     if (!(o.replayCache.maxAgeMs >= 0)) fail('replayCache.maxAgeMs must be >= 0');
+    if (!(o.replayCache.storeTimeoutMs > 0))
+      fail('replayCache.storeTimeoutMs must be a positive number of milliseconds');
+    const store = o.replayCache.store as unknown;
+    if (
+      store !== undefined &&
+      !(
+        typeof store === 'object' &&
+        store !== null &&
+        ['get', 'set', 'delete'].every(
+          (m) => typeof (store as Record<string, unknown>)[m] === 'function',
+        )
+      )
+    )
+      fail(
+        'replayCache.store must have get(key), set(key, value, ttlMs) and delete(key) methods: pass new RedisReplayCacheStore(redisClient), or your own ReplayCacheStore',
+      );
   }
   if (!(o.cleanup.outboxRetentionMs >= 0)) fail('cleanup.outboxRetentionMs must be >= 0');
   if (!(o.cleanup.inboxRetentionMs >= 0)) fail('cleanup.inboxRetentionMs must be >= 0');

@@ -1,5 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import type { OutboxPublisher } from './outbox/outbox-publisher.interface';
+import type { ReplayCacheStore } from './persistence/replay-cache.store';
 
 /** How a guarded handler runs relative to its reservation. See README "Execution modes". */
 export type IdempotencyMode = 'transactional' | 'leased';
@@ -224,10 +225,19 @@ export interface CleanupOptions {
  * `maxAgeMs` (through this process: at once).
  */
 export interface ReplayCacheOptions {
-  /** Memory budget in bytes (least recently used answers go first). Default 16 MiB. */
+  /** Memory budget in bytes (least recently used answers go first). Default 16 MiB; 0 keeps nothing in memory. */
   maxBytes?: number;
-  /** Longest life of an entry, in ms. Default 60 s. */
+  /** Longest life of an entry (in memory and in `store`), in ms. Default 60 s. */
   maxAgeMs?: number;
+  /**
+   * A shared tier that every instance reads when its memory misses, e.g.
+   * `new RedisReplayCacheStore(redis)`: a retry that lands on another instance is answered with
+   * one store read and no statement. Written once per first execution, after its commit; an
+   * admin eviction deletes the key there too. Default: none.
+   */
+  store?: ReplayCacheStore;
+  /** Longest wait for the store's answer before the ledger answers instead, in ms. Default 100. */
+  storeTimeoutMs?: number;
 }
 
 /** Thresholds of the health indicator (`IdempotencyHealthIndicator`); each can be overridden per check. */
@@ -316,7 +326,7 @@ export interface ResolvedIdempotencyOptions extends Required<
   inbox: Required<InboxOptions>;
   cleanup: Required<CleanupOptions>;
   health: Required<HealthOptions>;
-  replayCache: Required<ReplayCacheOptions> | false;
+  replayCache: (Required<Omit<ReplayCacheOptions, 'store'>> & { store?: ReplayCacheStore }) | false;
 }
 
 /** The fingerprint setting after defaults: the default one tuned by options, a function, or none. */

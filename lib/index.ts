@@ -25,6 +25,12 @@ export {
   type IdempotencyModuleOptions,
 } from './idempotency.options';
 export { REPLAYED_HEADER } from './idempotency.constants';
+export type { ReplayCacheStore } from './persistence/replay-cache.store';
+export {
+  RedisReplayCacheStore,
+  type RedisCommandClient,
+  type RedisReplayCacheStoreOptions,
+} from './persistence/redis-replay-cache.store';
 export { DIAGNOSTICS_CHANNELS } from './diagnostics/diagnostics.channels';
 
 // HTTP idempotency gate

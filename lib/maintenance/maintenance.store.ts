@@ -57,7 +57,8 @@ export class MaintenanceStore {
   /**
    * Deletes an idempotency record by scope and key (admin eviction); how many rows went. This
    * process' replay cache forgets the key before and after the statement (a replay read between
-   * the two must not keep the deleted answer).
+   * the two must not keep the deleted answer), and the shared tier's entry is deleted after it
+   * (a failure there fails the eviction, which can be repeated).
    */
   async evictIdempotencyRecord(scope: string, key: string): Promise<number> {
     this.replayCache.delete(scope, key);
@@ -65,6 +66,7 @@ export class MaintenanceStore {
       return await this.db.dialect.idempotency.evict(this.db.autocommit(), scope, key);
     } finally {
       this.replayCache.delete(scope, key);
+      await this.replayCache.deleteShared(scope, key);
     }
   }
 

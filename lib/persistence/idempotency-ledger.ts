@@ -113,7 +113,9 @@ export class IdempotencyLedger {
    * or the decision an existing record makes.
    */
   async reserve(req: LedgerRequest): Promise<LedgerDecision> {
-    const cached = this.fromCache(req);
+    // Transactional mode asked the shared tier in settleBeforeTransaction; leased mode starts here.
+    const cached =
+      this.fromCache(req) ?? (req.mode === 'leased' ? await this.fromSharedCache(req) : undefined);
     if (cached) return cached;
     const singleWrite = this.sql.singleWrite;
     if (req.mode === 'transactional' && singleWrite) return this.claim(req, singleWrite);
@@ -197,7 +199,7 @@ export class IdempotencyLedger {
     req: LedgerRequest,
     subject: unknown,
   ): Promise<SettledDecision | undefined> {
-    const cached = this.fromCache(req);
+    const cached = this.fromCache(req) ?? (await this.fromSharedCache(req));
     if (cached) return cached;
     if (!this.shouldReadFirst(subject)) return undefined;
     const settled = await this.lookUpCompleted(req);
@@ -275,20 +277,17 @@ export class IdempotencyLedger {
           sameTransaction: opts.sameTransaction,
         });
     this.metrics.idempotencyStoreLatency.record(Date.now() - started, { op: 'complete' });
-    if (ok && this.cache.enabled && reservation.since !== undefined) {
+    if (ok && (this.cache.enabled || this.cache.shared) && reservation.since !== undefined) {
       const req = deferred?.request ?? reservation.request;
       if (req)
-        this.db.afterCommit(() =>
-          this.cache.set(
-            req.scope,
-            req.key,
-            { requestHash: req.requestHash, ...answer },
-            // The record expires ttl after a statement that ran after `since` (the reservation,
-            // or, where the dialect resets the expiry, the completion).
-            Math.floor(opts.ttlMs),
-            reservation.since!,
-          ),
-        );
+        this.db.afterCommit(() => {
+          const record = { requestHash: req.requestHash, ...answer };
+          // The record expires ttl after a statement that ran after `since` (the reservation,
+          // or, where the dialect resets the expiry, the completion).
+          const lifetimeMs = Math.floor(opts.ttlMs);
+          this.cache.set(req.scope, req.key, record, lifetimeMs, reservation.since!);
+          this.cache.share(req.scope, req.key, record, lifetimeMs, reservation.since!);
+        });
     }
     return ok;
   }
@@ -313,6 +312,15 @@ export class IdempotencyLedger {
     if (!hit) return undefined;
     if (!hit.requestHash.equals(req.requestHash)) return { kind: 'mismatch' };
     // The cached record itself: the same object on every hit, so its decoded form can be kept.
+    return { kind: 'replay', answer: hit };
+  }
+
+  /** A live completed record the shared tier (`replayCache.store`) holds, or undefined. */
+  private async fromSharedCache(req: LedgerRequest): Promise<SettledDecision | undefined> {
+    if (!this.cache.shared) return undefined;
+    const hit = await this.cache.getShared(req.scope, req.key);
+    if (!hit) return undefined;
+    if (!hit.requestHash.equals(req.requestHash)) return { kind: 'mismatch' };
     return { kind: 'replay', answer: hit };
   }
 

@@ -1,14 +1,15 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options';
+import { LibraryLogger } from '../observability/library-logger';
+import {
+  type CachedRecord,
+  decodeCachedRecord,
+  encodeCachedRecord,
+  type ReplayCacheStore,
+} from './replay-cache.store';
 
-/** A completed record as the cache keeps it: its fingerprint and its answer, encoded as stored. */
-export interface CachedRecord {
-  requestHash: Buffer;
-  status: number;
-  headers: string | null;
-  body: Buffer | null;
-}
+export type { CachedRecord } from './replay-cache.store';
 
 interface Entry {
   record: CachedRecord;
@@ -19,6 +20,15 @@ interface Entry {
 
 /** Bookkeeping per entry beyond its strings and buffers (the Map slot, the objects). */
 const ENTRY_OVERHEAD_BYTES = 200;
+
+/**
+ * A shared entry's life is cut this much short of its record's: the store starts its time to
+ * live when the `SET` arrives, a little after this process computed what was left.
+ */
+const SHARED_MARGIN_MS = 1000;
+
+/** At most one warning about the shared store per this many ms (a Redis outage is not a log flood). */
+const STORE_WARNING_INTERVAL_MS = 60_000;
 
 /**
  * The replay cache: completed ledger records, kept in this process so that a retry of a completed
@@ -35,7 +45,13 @@ const ENTRY_OVERHEAD_BYTES = 200;
  *
  * What it holds is what the ledger stores: with `encryptionKey`, response bodies stay encrypted
  * in memory and are decrypted per replay, as from the database. It is bounded by bytes
- * (least recently used entries go first) and never leaves the process.
+ * (least recently used entries go first).
+ *
+ * The optional shared tier (`replayCache.store`, e.g. Redis) is read when memory misses and
+ * written once a first execution commits, with a time to live no longer than the record's
+ * remaining life nor `maxAgeMs`; an admin eviction deletes its entry. Its answers are not copied
+ * into memory (their remaining life is the store's to know). A slow or failing store is a miss:
+ * the request goes to the ledger.
  * @internal
  */
 @Injectable()
@@ -44,17 +60,31 @@ export class ReplayCache {
   private bytes = 0;
   private readonly maxBytes: number;
   private readonly maxAgeMs: number;
+  private readonly store: ReplayCacheStore | undefined;
+  private readonly storeTimeoutMs: number;
+  private readonly logger: LibraryLogger;
+  private lastStoreWarning = -Infinity;
 
   constructor(
-    @Inject(IDEMPOTENCY_OPTIONS) options: Pick<ResolvedIdempotencyOptions, 'replayCache'>,
+    @Inject(IDEMPOTENCY_OPTIONS)
+    options: Pick<ResolvedIdempotencyOptions, 'replayCache'> &
+      Partial<Pick<ResolvedIdempotencyOptions, 'logger'>>,
   ) {
     const o = options.replayCache;
     this.maxBytes = o === false ? 0 : o.maxBytes;
     this.maxAgeMs = o === false ? 0 : o.maxAgeMs;
+    this.store = o === false || !(o.maxAgeMs > 0) ? undefined : (o.store ?? undefined);
+    this.storeTimeoutMs = o === false ? 0 : o.storeTimeoutMs;
+    this.logger = new LibraryLogger(options.logger, 'Idempotency');
   }
 
   get enabled(): boolean {
     return this.maxBytes > 0 && this.maxAgeMs > 0;
+  }
+
+  /** Whether a shared tier (`replayCache.store`) is configured. */
+  get shared(): boolean {
+    return this.store !== undefined;
   }
 
   /** Bytes held now (an estimate: strings count two bytes a character). */
@@ -127,6 +157,68 @@ export class ReplayCache {
   clear(): void {
     this.entries.clear();
     this.bytes = 0;
+  }
+
+  /**
+   * The shared tier's record for the key, or undefined: none, not a record of ours, or the store
+   * failed or took longer than `storeTimeoutMs` (then the ledger answers).
+   */
+  async getShared(scope: string, key: string): Promise<CachedRecord | undefined> {
+    if (!this.store) return undefined;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const value = await Promise.race([
+        this.store.get(cacheKey(scope, key)),
+        new Promise<'timeout'>((resolve) => {
+          timer = setTimeout(() => resolve('timeout'), this.storeTimeoutMs);
+        }),
+      ]);
+      if (value === 'timeout') {
+        this.warn('get', new Error(`no answer in ${this.storeTimeoutMs} ms`));
+        return undefined;
+      }
+      return decodeCachedRecord(value);
+    } catch (e) {
+      this.warn('get', e);
+      return undefined;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Writes a committed, completed record to the shared tier (not awaited: the answer does not wait
+   * for it), living at most `lifetimeMs` from `since` and `maxAgeMs`, less a margin.
+   */
+  share(scope: string, key: string, record: CachedRecord, lifetimeMs: number, since: number): void {
+    if (!this.store) return;
+    const ttlMs =
+      since + Math.min(lifetimeMs, this.maxAgeMs) - performance.now() - SHARED_MARGIN_MS;
+    if (!(ttlMs >= 1)) return;
+    let write: Promise<unknown>;
+    try {
+      write = this.store.set(cacheKey(scope, key), encodeCachedRecord(record), Math.floor(ttlMs));
+    } catch (e) {
+      return this.warn('set', e);
+    }
+    Promise.resolve(write).catch((e) => this.warn('set', e));
+  }
+
+  /** Deletes the key from the shared tier (admin eviction); a failure is the caller's error. */
+  async deleteShared(scope: string, key: string): Promise<void> {
+    if (this.store) await this.store.delete(cacheKey(scope, key));
+  }
+
+  private warn(op: string, e: unknown): void {
+    const now = performance.now();
+    if (now - this.lastStoreWarning < STORE_WARNING_INTERVAL_MS) return;
+    this.lastStoreWarning = now;
+    this.logger.warn({
+      event: 'idempotency.replay_cache.store_failed',
+      op,
+      error: e instanceof Error ? e.message : String(e),
+      effect: 'answered by the ledger; further failures in the next minute are not logged',
+    });
   }
 }
 

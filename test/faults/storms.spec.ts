@@ -28,16 +28,30 @@ import { assertInvariants, keyOf, type Scenario } from './support/invariants';
  * 10,000 distinct keys with random client retries over 4 processes, and duplicate deliveries
  * pushed straight into RabbitMQ. SQLite runs them on its one process.
  */
-const STORM_PER_PROCESS = 200;
+/**
+ * Concurrent requests per process in a same-key storm: 200 (FAULT_STORM_PER_PROCESS). On
+ * Babelfish (MSSQL_URL) 50: 800 requests at once over 4 processes and one 2-core machine made the
+ * T-SQL engine answer past the client's 60 s (CI of 2026-11-26: ECONNRESET, time-outs and 503s,
+ * no doubled payment); 200 at once over 4 processes is still a storm on one key.
+ */
+const stormPerProcess = (kind: string) =>
+  Math.max(1, Number(process.env.FAULT_STORM_PER_PROCESS ?? (kind === 'mssql' ? 50 : 200)));
 /**
  * Distinct keys of the key storm: 10,000 across the 4 processes on PostgreSQL
  * (FAULT_STORM_KEYS). Babelfish (SQL Server over PostgreSQL, MSSQL_URL) serves about a tenth of
  * PostgreSQL's rate on these machines, and SQLite runs one process (one writer), where 10,000
  * keys only repeat the same single-process case for a minute of the suite's 10-minute budget:
- * 2,000 there unless FAULT_STORM_KEYS says otherwise.
+ * 2,000 there and 1,000 on Babelfish (161 s for 2,000 on the slower 2-core VM of 2026-11-26)
+ * unless FAULT_STORM_KEYS says otherwise.
  */
 const keysFor = (kind: string) =>
-  Math.max(100, Number(process.env.FAULT_STORM_KEYS ?? (kind === 'postgres' ? 10_000 : 2000)));
+  Math.max(
+    100,
+    Number(
+      process.env.FAULT_STORM_KEYS ??
+        (kind === 'postgres' ? 10_000 : kind === 'mssql' ? 1000 : 2000),
+    ),
+  );
 const DUPLICATED_EVENTS = 200;
 const COPIES = 5;
 
@@ -47,6 +61,7 @@ const rand = () => randomBytes(3).toString('hex');
 async function sameKeyStorm(
   targets: string[],
   prefix: string,
+  perProcess: number,
 ): Promise<{ outcome: KeyOutcome; statuses: Map<number | string, number> }> {
   const customerId = `${prefix}one`;
   const key = keyOf(customerId);
@@ -55,7 +70,7 @@ async function sameKeyStorm(
   // part of the fingerprint): the storm meets it in flight, then completed.
   const answers: Attempt[] = await Promise.all(
     targets.flatMap((t) =>
-      Array.from({ length: STORM_PER_PROCESS }, () =>
+      Array.from({ length: perProcess }, () =>
         postOnce(t, key, body, { 'x-demo-delay-ms': '200' }),
       ),
     ),
@@ -122,6 +137,7 @@ describeEachDatabase(
     // SQLite: one process (one writer); the others: 4 API processes on one database.
     const topology: Topology = { processes: kind === 'sqlite' ? 1 : 4 };
     const KEYS = keysFor(kind);
+    const PER_PROCESS = stormPerProcess(kind);
     let db: TestDatabase;
     let ds: DataSource;
     let cluster: FaultCluster;
@@ -151,11 +167,12 @@ describeEachDatabase(
       queueDepth: () => cluster.queueDepth(),
     });
 
-    it(`${topology.processes} process(es) × ${STORM_PER_PROCESS} concurrent requests with one key, transactional mode: one payment, every answer the same 201 or 409`, async () => {
+    it(`${topology.processes} process(es) × ${PER_PROCESS} concurrent requests with one key, transactional mode: one payment, every answer the same 201 or 409`, async () => {
       const prefix = `st${rand()}-`;
       const { outcome, statuses } = await sameKeyStorm(
         apps.map((a) => a.url),
         prefix,
+        PER_PROCESS,
       );
       await assertInvariants(scenario(prefix), [outcome]);
       process.stdout.write(
@@ -163,7 +180,7 @@ describeEachDatabase(
       );
     });
 
-    it(`${topology.processes} process(es) × ${STORM_PER_PROCESS} concurrent requests with one key, leased mode: one payment, every answer the same 201 or 409`, async () => {
+    it(`${topology.processes} process(es) × ${PER_PROCESS} concurrent requests with one key, leased mode: one payment, every answer the same 201 or 409`, async () => {
       const leased: AppProcess[] = [];
       try {
         if (kind === 'sqlite') {
@@ -180,6 +197,7 @@ describeEachDatabase(
         const { outcome, statuses } = await sameKeyStorm(
           leased.map((a) => a.url),
           prefix,
+          PER_PROCESS,
         );
         await assertInvariants(
           scenario(prefix, () => leased.map((a) => a.url)),

@@ -125,6 +125,12 @@ describe('resolveOptions (module options, defaults merged once)', () => {
       { inbox: { acknowledge: 'always' as any } },
       /inbox\.acknowledge/,
     ],
+    [
+      'a replay cache store that is a Redis client, not a store',
+      { replayCache: { store: { get: async () => null, call: async () => null } as any } },
+      /replayCache\.store must have get\(key\), set\(key, value, ttlMs\) and delete\(key\).*RedisReplayCacheStore/,
+    ],
+    ['a zero store time-out', { replayCache: { storeTimeoutMs: 0 } }, /storeTimeoutMs/],
   ])('rejects %s with a message naming the option', (_label, options, message) => {
     expect(() => resolveOptions(options)).toThrow(message);
     expect(() => resolveOptions(options)).toThrow(/^IdempotencyModule: /);

@@ -8,7 +8,7 @@ const record = (bodyBytes: number, hash = 1): CachedRecord => ({
 });
 
 const cache = (maxBytes: number, maxAgeMs = 60_000) =>
-  new ReplayCache({ replayCache: { maxBytes, maxAgeMs } });
+  new ReplayCache({ replayCache: { maxBytes, maxAgeMs, storeTimeoutMs: 100 } });
 
 describe('ReplayCache (bounded by bytes and by time)', () => {
   it('keeps an entry until the shorter of its record lifetime and maxAgeMs', () => {
