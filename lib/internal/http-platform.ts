@@ -1,14 +1,18 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { IncomingMessage, ServerResponse } from 'node:http';
 
 /** Express and Fastify differences, in one place. */
 
+// An Express request/response IS Node's (its prototype chain ends in IncomingMessage's /
+// ServerResponse's): `instanceof` says so without looking up Fastify's names (`raw`, `code`),
+// which on an Express object walk its whole prototype chain for nothing, several times a request.
 export const isFastifyReply = (res: any): boolean =>
-  !!res && typeof res.code === 'function' && 'raw' in res;
+  !!res && !(res instanceof ServerResponse) && typeof res.code === 'function' && 'raw' in res;
 
-export const rawResponse = (res: any): ServerResponse => (isFastifyReply(res) ? res.raw : res);
+export const rawResponse = (res: any): ServerResponse =>
+  res instanceof ServerResponse ? res : isFastifyReply(res) ? res.raw : res;
 
 export const rawRequest = (req: any): IncomingMessage =>
-  req?.raw && req.raw.headers ? req.raw : req;
+  req instanceof IncomingMessage ? req : req?.raw && req.raw.headers ? req.raw : req;
 
 /** All values of a request header (duplicates kept), from the raw header list. */
 export function headerValues(req: any, name: string): string[] {
