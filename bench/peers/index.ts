@@ -86,7 +86,7 @@ const DB_CPU_NOTE: Record<BenchDatabaseKind, string> = {
     'every process of the Babelfish cluster: its postmaster (the process listening on the TDS port) and all its children (the backends of every connection, the background workers)',
 };
 
-type Variant = 'lib' | 'lib-before' | 'ni-redis' | 'ni-memory' | 'ei-redis';
+type Variant = 'lib' | 'lib-shared' | 'lib-before' | 'ni-redis' | 'ni-memory' | 'ei-redis';
 
 interface Scenario {
   id: string;
@@ -129,6 +129,20 @@ const SCENARIOS: Scenario[] = [
     id: 'lib-replay',
     label: 'this library, replay',
     variant: 'lib',
+    path: '/payments',
+    keys: 'replay',
+  },
+  {
+    id: 'shared-tx',
+    label: 'this library + shared Redis tier, first execution',
+    variant: 'lib-shared',
+    path: '/payments',
+    keys: 'fresh',
+  },
+  {
+    id: 'shared-replay',
+    label: 'this library, replay from the shared Redis tier',
+    variant: 'lib-shared',
     path: '/payments',
     keys: 'replay',
   },
@@ -452,7 +466,7 @@ async function benchDatabase(
     cleanups.push(async () => {
       for (const s of servers.values()) await s.stop();
     });
-    const variants: Variant[] = ['lib', 'ni-redis', 'ni-memory', 'ei-redis'];
+    const variants: Variant[] = ['lib', 'lib-shared', 'ni-redis', 'ni-memory', 'ei-redis'];
     if (beforeDir) variants.splice(1, 0, 'lib-before');
     for (const v of variants) {
       ctx.log(`${kind}: starting the ${v} app`);

@@ -49,7 +49,7 @@ const { TransactionalAdapterTypeOrm } = require('@nestjs-cls/transactional-adapt
 
 const VARIANT = process.env.VARIANT || 'lib';
 /** `lib-before`: the same app on another build of this library, unpacked under LIB_DIR/node_modules. */
-const IS_LIB = VARIANT === 'lib' || VARIANT === 'lib-before';
+const IS_LIB = VARIANT === 'lib' || VARIANT === 'lib-before' || VARIANT === 'lib-shared';
 const LIB = process.env.LIB_DIR
   ? require.resolve('nestjs-exactly-once', { paths: [process.env.LIB_DIR] })
   : 'nestjs-exactly-once';
@@ -284,7 +284,32 @@ function appModule() {
     }),
   ];
   let controller;
-  if (IS_LIB) {
+  if (VARIANT === 'lib-shared') {
+    // The replay cache's shared tier on Redis (node-redis), its memory tier off: every replay is
+    // one Redis GET, as on an instance that did not run the first execution. maxAgeMs as long
+    // as the records (24 h), so that the entries outlive the run.
+    const { IdempotencyModule, RedisReplayCacheStore } = require(LIB);
+    imports.push(
+      IdempotencyModule.forRootAsync({
+        useFactory: async () => {
+          const { createClient } = require('redis');
+          const client = createClient({ url: REDIS_URL });
+          await client.connect();
+          return {
+            logger: false,
+            cleanup: { enabled: false },
+            outbox: { relayEnabled: false },
+            replayCache: {
+              maxBytes: 0,
+              maxAgeMs: 24 * 3600 * 1000,
+              store: new RedisReplayCacheStore(client, { prefix: `peers:${process.pid}:` }),
+            },
+          };
+        },
+      }),
+    );
+    controller = libController();
+  } else if (IS_LIB) {
     const { IdempotencyModule } = require(LIB);
     imports.push(
       IdempotencyModule.forRoot({
