@@ -21,7 +21,7 @@ import { StatementCounter } from '../support/statement-counter';
 import { startGateFixture } from '../fixtures/gate/gate-fixture.module';
 import { ReplayCacheController } from '../fixtures/gate/replay-cache.controller';
 import { decodeCachedRecord } from '../../lib/persistence/replay-cache.store';
-import { paymentCount, postJson, sleep, type Answer } from '../fixtures/gate/http';
+import { expectReplayOf, paymentCount, postJson, replayed, sleep } from '../fixtures/gate/http';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -113,7 +113,6 @@ describe.each(databaseKinds())('Replay cache, shared tier on Redis, on %s', (kin
   });
 
   const customer = (label: string) => `${label}-${randomUUID().slice(0, 8)}`;
-  const replayed = (r: Answer) => r.headers.get('idempotency-replayed');
 
   const post = async (name: Name, route: string, key: string, body: unknown) => {
     const { result, statements } = await counters[name].during(() =>
@@ -128,14 +127,6 @@ describe.each(databaseKinds())('Replay cache, shared tier on Redis, on %s', (kin
       const found = (await redis.keys(`${prefix}*`)).filter((k) => k.endsWith(key));
       return found.length === 1 ? found[0] : undefined;
     });
-
-  const expectSameAnswer = (replay: Answer, first: Answer) => {
-    expect(replay.status).toBe(first.status);
-    expect(replay.bytes.equals(first.bytes)).toBe(true);
-    expect(replay.headers.get('content-type')).toBe(first.headers.get('content-type'));
-    expect(replayed(replay)).toBe('true');
-    expect(replayed(first)).toBeNull();
-  };
 
   it.each(['tx', 'leased'])(
     '%s: a first execution on A is replayed on B from Redis, with no statement, byte for byte',
@@ -157,7 +148,7 @@ describe.each(databaseKinds())('Replay cache, shared tier on Redis, on %s', (kin
       for (let i = 0; i < 2; i++) {
         const retry = await post('b', route, key, body);
         expect(retry.statements).toEqual([]);
-        expectSameAnswer(retry.answer, first.answer);
+        expectReplayOf(retry.answer, first.answer);
       }
       expect(await paymentCount(ds, kind, body.customerId)).toBe(1);
     },
@@ -214,7 +205,7 @@ describe.each(databaseKinds())('Replay cache, shared tier on Redis, on %s', (kin
     await redis.set(entry, 'eo1\t200\tnot-a-fingerprint\t-\t-', 'PX', 60_000);
     const retry = await post('b', 'tx', key, body);
     expect(retry.statements.length).toBeGreaterThan(0);
-    expectSameAnswer(retry.answer, first.answer);
+    expectReplayOf(retry.answer, first.answer);
     expect(await paymentCount(ds, kind, body.customerId)).toBe(1);
   });
 
@@ -235,7 +226,7 @@ describe.each(databaseKinds())('Replay cache, shared tier on Redis, on %s', (kin
         expect(original.answer.status).toBe(201);
         const retry = await post(name, route, k, b);
         expect(retry.statements.length).toBeGreaterThan(0);
-        expectSameAnswer(retry.answer, original.answer);
+        expectReplayOf(retry.answer, original.answer);
         expect(await paymentCount(ds, kind, b.customerId)).toBe(1);
       }
     },

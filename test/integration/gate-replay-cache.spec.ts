@@ -16,7 +16,7 @@ import { baseUrl } from '../support/sample-app';
 import { StatementCounter } from '../support/statement-counter';
 import { startGateFixture } from '../fixtures/gate/gate-fixture.module';
 import { ReplayCacheController } from '../fixtures/gate/replay-cache.controller';
-import { paymentCount, postJson, sleep, type Answer } from '../fixtures/gate/http';
+import { expectReplayOf, paymentCount, postJson, replayed, sleep } from '../fixtures/gate/http';
 
 /**
  * Issue #19: a retry of a completed request is answered from this process' replay cache with NO
@@ -71,7 +71,6 @@ describe.each(databaseKinds())('Replay cache on %s', (kind) => {
   });
 
   const customer = (label: string) => `${label}-${randomUUID().slice(0, 8)}`;
-  const replayed = (r: Answer) => r.headers.get('idempotency-replayed');
 
   /** POSTs through one instance and returns the answer with the statements it cost there. */
   const post = async (
@@ -87,14 +86,6 @@ describe.each(databaseKinds())('Replay cache on %s', (kind) => {
     return { answer: result, statements };
   };
 
-  const expectSameAnswer = (replay: Answer, first: Answer) => {
-    expect(replay.status).toBe(first.status);
-    expect(replay.bytes.equals(first.bytes)).toBe(true);
-    expect(replay.headers.get('content-type')).toBe(first.headers.get('content-type'));
-    expect(replayed(replay)).toBe('true');
-    expect(replayed(first)).toBeNull();
-  };
-
   it.each(['tx', 'leased'])(
     '%s: the retry of a first execution is answered with no statement, byte for byte',
     async (route) => {
@@ -106,7 +97,7 @@ describe.each(databaseKinds())('Replay cache on %s', (kind) => {
       for (let i = 0; i < 3; i++) {
         const retry = await post('a', route, key, body);
         expect(retry.statements).toEqual([]);
-        expectSameAnswer(retry.answer, first.answer);
+        expectReplayOf(retry.answer, first.answer);
       }
       expect(await paymentCount(ds, kind, body.customerId)).toBe(1);
     },
@@ -140,7 +131,7 @@ describe.each(databaseKinds())('Replay cache on %s', (kind) => {
     // Each tenant's own retry comes from memory, with its own answer.
     const retryB = await post('a', 'tx', key, body, { 'x-tenant': 'b' });
     expect(retryB.statements).toEqual([]);
-    expectSameAnswer(retryB.answer, otherTenant.answer);
+    expectReplayOf(retryB.answer, otherTenant.answer);
   });
 
   it('another instance reads the record once, then answers from memory; the cache holds the body encrypted as stored', async () => {
@@ -149,10 +140,10 @@ describe.each(databaseKinds())('Replay cache on %s', (kind) => {
     const first = await post('a', 'tx', key, body);
     const viaB = await post('b', 'tx', key, body);
     expect(viaB.statements.length).toBeGreaterThan(0);
-    expectSameAnswer(viaB.answer, first.answer);
+    expectReplayOf(viaB.answer, first.answer);
     const again = await post('b', 'tx', key, body);
     expect(again.statements).toEqual([]);
-    expectSameAnswer(again.answer, first.answer);
+    expectReplayOf(again.answer, first.answer);
 
     const cached = appA
       .get(ReplayCache, { strict: false })
@@ -176,7 +167,7 @@ describe.each(databaseKinds())('Replay cache on %s', (kind) => {
     for (let i = 0; i < 2; i++) {
       const retry = await post('c', 'tx', key, body);
       expect(retry.statements.length).toBeGreaterThan(0);
-      expectSameAnswer(retry.answer, first.answer);
+      expectReplayOf(retry.answer, first.answer);
     }
   });
 
@@ -219,7 +210,7 @@ describe.each(databaseKinds())('Replay cache on %s', (kind) => {
     expect(first.answer.status).toBe(201);
     const retry = await post('a', 'short', key, body);
     expect(retry.statements).toEqual([]);
-    expectSameAnswer(retry.answer, first.answer);
+    expectReplayOf(retry.answer, first.answer);
     const cache = appA.get(ReplayCache, { strict: false });
     const scope = buildScope('a', '-', 'POST', '/cache/short');
     const bytesBefore = cache.size;
