@@ -161,20 +161,37 @@ describe.each(kinds)(
             events.push({ id: randomUUID(), type, partitionKey: key, payload: { key, i } });
         }
         await addInBatches(events, keys.length);
-        await eventually(
-          'all messages arrive',
-          () => collector.messages.length >= events.length,
-          120_000,
-          100,
-        );
+        const distinct = () =>
+          new Set(
+            collector.messages.map((m) => {
+              const { key, i } = m.packet.data as { key: string; i: number };
+              return `${key}:${i}`;
+            }),
+          ).size;
+        await eventually('all messages arrive', () => distinct() >= events.length, 120_000, 100);
         const seen = new Map<string, number[]>();
         for (const m of collector.messages) {
           const { key, i } = m.packet.data as { key: string; i: number };
           if (!seen.has(key)) seen.set(key, []);
           seen.get(key)!.push(i);
         }
-        for (const key of keys)
-          expect(seen.get(key)).toEqual(Array.from({ length: perKey }, (_, i) => i));
+        // In order and nothing lost. A message may arrive twice in a row when a publish is
+        // retried after an unknown outcome (a confirm slower than the publish time-out, a lease
+        // that lapsed before the batch was marked): at-least-once, the inbox skips the copy.
+        // The key's next message is claimed only once that one is marked sent, by the relay
+        // that holds its lease after publishing it, so a repeat can only follow itself (seen
+        // once on Babelfish in CI, 2026-11-26: 0, 1, 1, 2…).
+        let repeats = 0;
+        for (const key of keys) {
+          const arrived = seen.get(key) ?? [];
+          const collapsed = arrived.filter((i, n) => n === 0 || arrived[n - 1] !== i);
+          repeats += arrived.length - collapsed.length;
+          expect(collapsed).toEqual(Array.from({ length: perKey }, (_, i) => i));
+        }
+        if (repeats)
+          process.stdout.write(
+            `[outbox-relays] ${kind}: ${repeats} repeated deliveries, in place\n`,
+          );
       } finally {
         await Promise.all(relays.map((r) => r.stop()));
         await collector.stop();

@@ -63,6 +63,7 @@ async function sameKeyStorm(
   prefix: string,
   perProcess: number,
   mode: 'transactional' | 'leased',
+  busyAllowed: boolean,
 ): Promise<{ outcome: KeyOutcome; statuses: Map<number | string, number> }> {
   const customerId = `${prefix}one`;
   const key = keyOf(customerId);
@@ -79,8 +80,13 @@ async function sameKeyStorm(
   const statuses = new Map<number | string, number>();
   for (const a of answers)
     statuses.set(a.status ?? a.error!, (statuses.get(a.status ?? a.error!) ?? 0) + 1);
-  // Every answer is the 201 (the original or its replay) or 409 in progress; nothing else.
-  expect([...statuses.keys()].filter((s) => s !== 201 && s !== 409)).toEqual([]);
+  // Every answer is the 201 (the original or its replay) or 409 in progress; nothing else. On
+  // Babelfish also a 503 with Retry-After (the database did not answer within the driver's
+  // time-out; nothing committed, the client retries): CI of 2026-11-26 10:13 UTC saw it there.
+  const allowed = busyAllowed ? [201, 409, 503] : [201, 409];
+  expect([...statuses.keys()].filter((s) => !allowed.includes(s as number))).toEqual([]);
+  for (const a of answers.filter((x) => x.status === 503))
+    expect(Number(header(a, 'retry-after'))).toBeGreaterThanOrEqual(1);
   const created = answers.filter((a) => a.status === 201);
   expect(created.length).toBeGreaterThanOrEqual(1);
   expect(new Set(created.map((a) => a.body!.toString('utf8'))).size).toBe(1);
@@ -103,8 +109,14 @@ async function sameKeyStorm(
  * process (a timed-out first try racing its retry), or repeats the request after its 201 (the
  * answer was lost on the way). Bounded: keep-alive agents, 48 clients at a time.
  */
-async function keyStorm(targets: string[], prefix: string, keys: number): Promise<KeyOutcome[]> {
-  const pick = () => targets[Math.floor(Math.random() * targets.length)];
+async function keyStorm(
+  targets: string[],
+  prefix: string,
+  keys: number,
+  deadlineMs: number,
+): Promise<KeyOutcome[]> {
+  const target = () => targets[Math.floor(Math.random() * targets.length)];
+  const policy = { target, deadlineMs };
   const racing: Array<Promise<KeyOutcome>> = [];
   const outcomes = await pool(
     Array.from({ length: keys }, (_, i) => `${prefix}${i}`),
@@ -112,10 +124,10 @@ async function keyStorm(targets: string[], prefix: string, keys: number): Promis
     async (customerId) => {
       const key = keyOf(customerId);
       const dice = Math.random();
-      if (dice < 0.15) racing.push(postUntilCreated(key, customerId, { target: pick }));
-      const o = await postUntilCreated(key, customerId, { target: pick });
+      if (dice < 0.15) racing.push(postUntilCreated(key, customerId, policy));
+      const o = await postUntilCreated(key, customerId, policy);
       if (dice > 0.85) {
-        const again = await postUntilCreated(key, customerId, { target: pick });
+        const again = await postUntilCreated(key, customerId, policy);
         o.attempts.push(...again.attempts);
       }
       return o;
@@ -180,6 +192,7 @@ describeEachDatabase(
         prefix,
         PER_PROCESS,
         'transactional',
+        kind === 'mssql',
       );
       await assertInvariants(scenario(prefix), [outcome]);
       process.stdout.write(
@@ -206,6 +219,7 @@ describeEachDatabase(
           prefix,
           PER_PROCESS,
           'leased',
+          kind === 'mssql',
         );
         await assertInvariants(
           scenario(prefix, () => leased.map((a) => a.url)),
@@ -223,10 +237,13 @@ describeEachDatabase(
     it(`${KEYS} distinct keys across ${topology.processes} process(es) with random retries: each key exactly one payment, one ledger entry`, async () => {
       const prefix = `sk${rand()}-`;
       const started = Date.now();
+      // Each client retries until its 201 for 90 s (5 minutes on Babelfish, where a loaded
+      // attempt can wait out the driver's 15 s time-out and answer 503 a few times in a row).
       const outcomes = await keyStorm(
         apps.map((a) => a.url),
         prefix,
         KEYS,
+        kind === 'mssql' ? 300_000 : 90_000,
       );
       const elapsed = Date.now() - started;
       const attempts = outcomes.reduce((n, o) => n + o.attempts.length, 0);
