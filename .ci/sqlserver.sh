@@ -4,8 +4,13 @@
 # from ../shared/babelfish/start.sh beside the repository. Where that script is absent (a clone
 # elsewhere) the phase is skipped with one line; real SQL Server 2022 runs through docker-compose.yml
 # and .github/workflows/ci.yml instead (README, "SQL Server setup").
-# A Babelfish this script started is stopped on exit; one that was already running is left as it is.
-# BABELFISH_DIR, and start.sh's own BBF_DATA / PGPORT / TDSPORT, pick another install or cluster.
+#
+# Each suite gets its own throw-away cluster (a new data directory and free ports, about 1 s to
+# create), wiped when the suite ends. A long-lived cluster that earlier runs had filled with
+# thousands of created and dropped test databases grew slower run after run: on 2026-11-26 the
+# fault suite's storms took 732 s on such a cluster and 90 s, same sizes, on a new one. CI must not
+# depend on what a session left running either.
+# BABELFISH_DIR picks another install.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bbf=${BABELFISH_DIR:-../shared/babelfish}
@@ -14,27 +19,42 @@ if [ ! -f "$bbf/start.sh" ]; then
   exit 0
 fi
 phase_started=$(date +%s)
-tds_port=${TDSPORT:-1433}
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && exec 3>&- 3<&-; }
+free_port() {
+  local p=$1
+  while port_open "$p"; do p=$((p + 1)); done
+  echo "$p"
+}
 
-if port_open "$tds_port"; then
-  echo "sqlserver: a server already listens on :$tds_port; using it and leaving it running"
-else
-  trap 'bash "$bbf/stop.sh" || true' EXIT
-fi
-log=$(mktemp "${TMPDIR:-/tmp}/eo-babelfish-XXXXXX.log")
-if ! bash "$bbf/start.sh" >"$log" 2>&1; then
-  cat "$log" >&2
-  echo "sqlserver: FAIL, Babelfish did not start" >&2
-  exit 1
-fi
-grep '^babelfish:' "$log" | sed 's/Bbf-[^@]*@/…@/' || true
-MSSQL_URL=$(sed -n 's/^babelfish: up\. MSSQL_URL=//p' "$log" | tail -n1)
-if [ -z "$MSSQL_URL" ]; then
-  echo "sqlserver: FAIL, start.sh printed no MSSQL_URL" >&2
-  exit 1
-fi
-echo "sqlserver: Babelfish up in $(($(date +%s) - phase_started)) s"
+cluster=""
+stop_cluster() {
+  if [ -n "$cluster" ]; then
+    BBF_DATA=$cluster bash "$bbf/stop.sh" --wipe >/dev/null || true
+    cluster=""
+  fi
+}
+trap stop_cluster EXIT
+
+# Starts a new cluster and sets MSSQL_URL to it.
+start_cluster() {
+  local started log
+  started=$(date +%s)
+  cluster=$(mktemp -d "${TMPDIR:-/tmp}/eo-babelfish-data-XXXXXX")
+  log=$(mktemp "${TMPDIR:-/tmp}/eo-babelfish-XXXXXX.log")
+  if ! BBF_DATA=$cluster TDSPORT=$(free_port 14331) PGPORT=$(free_port 54331) \
+    bash "$bbf/start.sh" >"$log" 2>&1; then
+    cat "$log" >&2
+    echo "sqlserver: FAIL, Babelfish did not start" >&2
+    exit 1
+  fi
+  MSSQL_URL=$(sed -n 's/^babelfish: up\. MSSQL_URL=//p' "$log" | tail -n1)
+  rm -f "$log"
+  if [ -z "$MSSQL_URL" ]; then
+    echo "sqlserver: FAIL, start.sh printed no MSSQL_URL" >&2
+    exit 1
+  fi
+  echo "sqlserver: a new Babelfish cluster on ${MSSQL_URL##*@} in $(($(date +%s) - started)) s"
+}
 
 npm run build --silent
 
@@ -52,11 +72,13 @@ status=0
 lines=()
 for suite in "main:jest.config.js:2" "fault:jest.faults.config.js:1"; do
   IFS=: read -r name config workers <<<"$suite"
+  start_cluster
   : >"$summary"
   started=$(date +%s)
   rc=0
   TEST_DATABASES=mssql MSSQL_URL="$MSSQL_URL" EO_SUMMARY_FILE="$summary" \
     npx jest --config "$config" --maxWorkers="$workers" || rc=$?
+  stop_cluster
   counts=$(node -e '
     const lines = require("fs").readFileSync(process.argv[1], "utf8").split("\n").filter(Boolean);
     const c = lines.map(JSON.parse).reduce((a, b) => ({ passed: a.passed + b.passed, failed: a.failed + b.failed }), { passed: 0, failed: 0 });
@@ -65,10 +87,10 @@ for suite in "main:jest.config.js:2" "fault:jest.faults.config.js:1"; do
   lines+=("sqlserver: $name suite: $counts in $(($(date +%s) - started)) s")
   if [ "$rc" -ne 0 ]; then status=1; fi
 done
-rm -f "$summary" "$log"
+rm -f "$summary"
 echo
 printf '%s\n' "${lines[@]}"
 verdict=PASS
 if [ "$status" -ne 0 ]; then verdict=FAIL; fi
-echo "sqlserver: $verdict (Babelfish 4.3.0, TEST_DATABASES=mssql) in $(($(date +%s) - phase_started)) s"
+echo "sqlserver: $verdict (Babelfish 4.3.0, new clusters, TEST_DATABASES=mssql) in $(($(date +%s) - phase_started)) s"
 exit "$status"
