@@ -1,17 +1,38 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { ClsServiceManager } from 'nestjs-cls';
 
 /** Per-request flag: did the handler body itself start (after guards and pipes)? */
 export interface HandlerBodyState {
   started: boolean;
 }
 
-const storage = new AsyncLocalStorage<HandlerBodyState>();
+/** Where the flag lives: the request's CLS context, which the gate always runs in. */
+const IN_CLS = Symbol('nestjs-exactly-once:handler-body');
+/**
+ * Only without a CLS context. Not the usual path: every AsyncLocalStorage in use costs every
+ * promise and async resource of the process a store of its own, and the gate's requests already
+ * have nestjs-cls's.
+ */
+const fallback = new AsyncLocalStorage<HandlerBodyState>();
 
 /** Runs `fn` with a fresh flag that the wrapped handler sets when its body starts. */
 export function trackHandlerBody<T>(fn: () => T): { state: HandlerBodyState; result: T } {
   const state: HandlerBodyState = { started: false };
-  const result = storage.run(state, fn);
-  return { state, result };
+  const cls = ClsServiceManager.getClsService();
+  // One guarded handler per request context: the flag is set in the current context (the gate's
+  // transaction's), which the handler runs in or below.
+  if (cls.isActive()) {
+    cls.set(IN_CLS, state);
+    return { state, result: fn() };
+  }
+  return { state, result: fallback.run(state, fn) };
+}
+
+function currentState(): HandlerBodyState | undefined {
+  return (
+    (ClsServiceManager.getClsService().get(IN_CLS) as HandlerBodyState | undefined) ??
+    fallback.getStore()
+  );
 }
 
 /**
@@ -23,7 +44,7 @@ export function trackHandlerBody<T>(fn: () => T): { state: HandlerBodyState; res
 export function wrapHandlerBody(original: (...args: any[]) => any): (...args: any[]) => any {
   if ((original as any)[WRAPPED]) return original;
   const wrapped = function (this: unknown, ...args: any[]) {
-    const state = storage.getStore();
+    const state = currentState();
     if (state) state.started = true;
     return original.apply(this, args);
   };

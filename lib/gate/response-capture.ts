@@ -79,10 +79,12 @@ export class ResponseCapture {
     // After the capture it reads Node's own flag again. It stays on the object, as the methods
     // below stay own properties holding the originals: deleting properties would turn the
     // response into a slow dictionary-mode object for every write that follows (its release).
-    Object.defineProperty(raw, 'writableEnded', {
-      configurable: true,
-      get: () => (self.capturing ? self.settled : raw.finished),
-    });
+    // One getter for every response, which finds its capture on the response: a getter made
+    // per response would give each response a hidden class of its own, and V8 turns such an
+    // object into a slow dictionary-mode one (every property access of Node, Express and Nest
+    // on it for the rest of the request pays for that).
+    (raw as CapturedRaw)[CAPTURE] = this;
+    Object.defineProperty(raw, 'writableEnded', { configurable: true, get: writableEndedOf });
     raw.on('pipe', this.onPipe);
     // Express's file senders stream the file after the handler returned: refused up front.
     for (const name of ['sendFile', 'download'])
@@ -95,6 +97,11 @@ export class ResponseCapture {
             process.nextTick(callback, new Error(FILE_NOT_SENT(name)));
         };
       }
+  }
+
+  /** What `writableEnded` reads on the captured response: see the constructor. */
+  reportsEnded(raw: ServerResponse): boolean {
+    return this.capturing ? this.settled : raw.finished;
   }
 
   /** The answer is complete (its `end()` was called). */
@@ -224,6 +231,15 @@ export class ResponseCapture {
   abandon(): void {
     this.restore();
   }
+}
+
+const CAPTURE = Symbol('nestjs-exactly-once:response-capture');
+type CapturedRaw = ServerResponse & { [CAPTURE]?: ResponseCapture };
+
+/** `writableEnded` of a captured response (the same function for every response). */
+function writableEndedOf(this: CapturedRaw): boolean {
+  const capture = this[CAPTURE];
+  return capture ? capture.reportsEnded(this) : this.finished;
 }
 
 function pairsToHeaders(pairs: any[]): OutgoingHttpHeaders {

@@ -1,3 +1,4 @@
+import { ClsServiceManager } from 'nestjs-cls';
 import type { DataSource, EntitySubscriberInterface } from 'typeorm';
 import {
   installPgRoundTrips,
@@ -65,10 +66,15 @@ describe.each(databaseKinds())('The gate transaction round trips on %s', (kind) 
   const visible = async (id: number) =>
     (await observer.query('SELECT 1 FROM rt_items WHERE id = $1', [id])).length === 1;
 
-  /** A gate-like transaction: `body` gets the transaction's executor; round trips counted. */
+  /**
+   * A gate-like transaction: `body` gets the transaction's executor; round trips counted. In a
+   * CLS context of its own, as the gate's request has one (the arming lives there).
+   */
   async function gateTransaction(body: (exec: SqlExecutor) => Promise<void>): Promise<number> {
     const before = roundTrips;
-    await withHeldBegin(ds, () => ds.transaction((m) => body(executorFor(m))));
+    await ClsServiceManager.getClsService().run(() =>
+      withHeldBegin(ds, () => ds.transaction((m) => body(executorFor(m)))),
+    );
     return roundTrips - before;
   }
 
@@ -165,6 +171,24 @@ describe.each(databaseKinds())('The gate transaction round trips on %s', (kind) 
     });
     expect(roundTrips - before).toBe(3);
     expect(await visible(51)).toBe(true);
+  });
+
+  it('outside a CLS context nothing is held back: the usual round trips', async () => {
+    // Warm: both statements prepared on every pooled connection this test may get.
+    await gateTransaction(async (exec) => {
+      await insert(exec, 71);
+      await insert(exec, 72, true);
+    });
+    const before = roundTrips;
+    await withHeldBegin(ds, () =>
+      ds.transaction(async (m) => {
+        await insert(executorFor(m), 73);
+        await insert(executorFor(m), 74, true);
+        expect(await visible(74)).toBe(false);
+      }),
+    );
+    expect(roundTrips - before).toBe(4);
+    expect([await visible(73), await visible(74)]).toEqual([true, true]);
   });
 
   it('a beforeTransactionCommit subscriber keeps COMMIT for itself (it runs before the commit)', async () => {

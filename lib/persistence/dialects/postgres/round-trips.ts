@@ -1,4 +1,4 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
+import { ClsServiceManager } from 'nestjs-cls';
 import type { DataSource, QueryRunner } from 'typeorm';
 
 /*
@@ -41,7 +41,14 @@ interface Arming {
   commitWithLast: boolean;
 }
 
-const arming = new AsyncLocalStorage<Arming>();
+/**
+ * The arming lives in the request's CLS context (nestjs-cls), which the gate's transaction runs
+ * in, rather than in an AsyncLocalStorage of its own: each AsyncLocalStorage in use costs every
+ * promise and async resource of the process a store of its own.
+ */
+const ARMING = Symbol('nestjs-exactly-once:pg-held-begin');
+const currentArming = (): Arming | undefined =>
+  ClsServiceManager.getClsService().get(ARMING) as Arming | undefined;
 const states = new WeakMap<QueryRunner, RunnerState>();
 const HOOKED = Symbol('nestjs-exactly-once:pg-round-trips');
 
@@ -70,7 +77,7 @@ export function installPgRoundTrips(dataSource: DataSource): boolean {
       const state = states.get(runner);
       if (state) {
         if (sql === 'START TRANSACTION' && !state.beginHeld && !state.committed) {
-          const a = arming.getStore();
+          const a = currentArming();
           if (a?.armed) {
             a.armed = false;
             state.beginHeld = true;
@@ -95,7 +102,7 @@ export function installPgRoundTrips(dataSource: DataSource): boolean {
           await query.call(this, 'START TRANSACTION');
         }
       } else if (sql === 'START TRANSACTION') {
-        const a = arming.getStore();
+        const a = currentArming();
         if (a?.armed) {
           a.armed = false;
           states.set(runner, {
@@ -132,11 +139,21 @@ function speaksExtendedProtocol(Query: any): boolean {
  * Runs `fn` (which opens a transaction) with its START TRANSACTION held back for the first
  * prepared statement, and its COMMIT allowed to ride with the last one (see runPreparedWith).
  */
-export function withHeldBegin<T>(dataSource: DataSource, fn: () => Promise<T>): Promise<T> {
+export async function withHeldBegin<T>(dataSource: DataSource, fn: () => Promise<T>): Promise<T> {
+  const cls = ClsServiceManager.getClsService();
+  // Without a CLS context there is no ambient transaction either: the usual round trips.
+  if (!cls.isActive()) return fn();
   const commitWithLast = !dataSource.subscribers.some(
     (s) => typeof (s as any).beforeTransactionCommit === 'function',
   );
-  return arming.run({ armed: true, commitWithLast }, fn);
+  const a: Arming = { armed: true, commitWithLast };
+  cls.set(ARMING, a);
+  try {
+    return await fn();
+  } finally {
+    // Consumed by the transaction's START TRANSACTION; never by a later one of this context.
+    a.armed = false;
+  }
 }
 
 /** The pg client's wire connection, when it is node-postgres's JavaScript client. */
@@ -182,26 +199,19 @@ export async function runPreparedWith(
   // Inside the client's cork: the extra messages leave in the same write as the statement's.
   query.prepare = (connection: any) => {
     if (prefix) unnamed(connection, 'START TRANSACTION');
-    if (!suffix) return write(connection);
-    // The COMMIT right after the statement's Execute (so never when its Bind failed on the
-    // client, where pg sends a Sync alone), before its Sync.
-    const own = Object.prototype.hasOwnProperty.call(connection, 'execute');
-    const execute = connection.execute;
-    const restore = () => {
-      if (own) connection.execute = execute;
-      else delete connection.execute;
-    };
-    connection.execute = function (this: unknown, config: unknown) {
-      restore();
-      execute.call(connection, config);
-      unnamed(connection, 'COMMIT');
-    };
-    try {
-      write(connection);
-    } finally {
-      restore();
-    }
+    write(connection);
   };
+  if (suffix) {
+    // The COMMIT right after the statement's Execute, before its Sync: pg's prepare ends with
+    // _getRows (Execute, then Sync), which it never reaches when Bind failed on the client
+    // (then it sends a Sync alone). Overridden on this query object only (it reads every row:
+    // no portal suspends, so pg calls it once).
+    query._getRows = (connection: any) => {
+      connection.execute({ portal: query.portal, rows: 0 });
+      unnamed(connection, 'COMMIT');
+      connection.sync();
+    };
+  }
   const results: any = await new Promise((resolve, reject) => {
     query.callback = (err: unknown, res: unknown) => (err ? reject(err) : resolve(res));
     client.query(query);
