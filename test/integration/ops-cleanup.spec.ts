@@ -1,7 +1,12 @@
 import type { INestApplication } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import { CleanupService, getIdempotencyMigrations, type CleanupReport } from '../../lib';
-import { createTestDatabase, databaseKinds, type TestDatabase } from '../support/databases';
+import {
+  createTestDatabase,
+  databaseKinds,
+  openDataSource,
+  type TestDatabase,
+} from '../support/databases';
 import {
   clockFor,
   clockMinusFor,
@@ -34,12 +39,17 @@ describe.each(databaseKinds())('retention cleanup on %s', (kind) => {
   beforeAll(async () => {
     db = await createTestDatabase(kind);
     app = await startOpsApp(db.url, options);
-    ds = dataSourceOf(app);
+    // SQL Server (Babelfish): the seeding's set-based inserts (100,000 records) can run past the
+    // driver's default 15 s request time-out on a slow 2-core machine while the other Jest worker
+    // loads the server (CI, 2026-11-26): the suite's own statements then go through a DataSource
+    // of their own with a longer one.
+    ds = kind === 'mssql' ? await openDataSource(db.url) : dataSourceOf(app);
     sql = sqlFor(kind, ds);
   });
 
   afterAll(async () => {
     await app?.close();
+    if (kind === 'mssql') await ds?.destroy();
     await db?.drop();
   });
 
