@@ -29,6 +29,7 @@ import {
   processName,
   spawnServer,
 } from '../support/server-process';
+import { CpuPinning } from './cpu-pinning';
 import { RedisProbe } from './redis-probe';
 
 /**
@@ -381,6 +382,8 @@ interface Shared {
   sliceSec: number;
   warmupSec: number;
   connections: number;
+  /** `--pin`: app and helpers on separate CPUs (cpu-pinning.ts). */
+  pin?: CpuPinning;
 }
 
 /** The whole table, its checks and the crash probe on one database. */
@@ -389,7 +392,7 @@ async function benchDatabase(
   kind: BenchDatabaseKind,
   shared: Shared,
 ): Promise<BenchReport> {
-  const { beforeDir, redis, rounds, sliceSec, warmupSec, connections } = shared;
+  const { beforeDir, redis, rounds, sliceSec, warmupSec, connections, pin } = shared;
   const scenarios = SCENARIOS.filter((s) => beforeDir || s.variant !== 'lib-before');
   const cleanups: Array<() => Promise<void> | void> = [];
   let cleaned = false;
@@ -454,6 +457,7 @@ async function benchDatabase(
         env: env(variant),
         readyTimeoutMs: 90_000,
       });
+      pin?.app(server.pid);
       const r = await fetch(`${server.url}/bench/warm-pool`, { method: 'POST' });
       if (!r.ok) {
         const text = await r.text();
@@ -535,7 +539,9 @@ async function benchDatabase(
     const slice = async (s: Scenario, seconds: number): Promise<Round> => {
       const server = servers.get(s.variant)!;
       await drained(server.url); // nothing in flight, counters reset
-      const db0 = new Map((await dbPids(s.variant)).map((p) => [p, cpuTimeMs([p])]));
+      const pids = await dbPids(s.variant);
+      for (const p of pids) pin?.helper(p, true);
+      const db0 = new Map(pids.map((p) => [p, cpuTimeMs([p])]));
       const redisCpu0 = await redis.cpuMs();
       const redisCmd0 = await redis.commands();
       const app0 = cpuTimeMs([server.pid]);
@@ -704,7 +710,7 @@ async function benchDatabase(
     ];
     const tables: BenchTable[] = [
       {
-        title: `Peers on ${name}: POST /payments, one insert, Nest 11, ${connections} connections, medians of ${rounds} interleaved rounds of ${sliceSec} s after a ${warmupSec} s warm-up per scenario`,
+        title: `Peers on ${name}: POST /payments, one insert, Nest 11, ${connections} connections, medians of ${rounds} interleaved rounds of ${sliceSec} s after a ${warmupSec} s warm-up per scenario${pin ? ', app pinned to its own CPU' : ''}`,
         columns: [
           'scenario',
           'req/s',
@@ -784,7 +790,18 @@ const suite: BenchSuite = {
     const redis = await RedisProbe.open(REDIS_URL);
     ctx.onCleanup(() => redis.close());
 
-    const shared: Shared = { beforeDir, redis, rounds, sliceSec, warmupSec, connections };
+    let pin: CpuPinning | undefined;
+    if (ctx.args.includes('--pin')) {
+      const opened = CpuPinning.open();
+      if (typeof opened === 'string') throw new Error(opened);
+      pin = opened;
+      ctx.onCleanup(() => opened.restore());
+      opened.helper(process.pid);
+      opened.helper(await redis.info('server', 'process_id'), true);
+      ctx.log(opened.describe());
+    }
+
+    const shared: Shared = { beforeDir, redis, rounds, sliceSec, warmupSec, connections, pin };
     const reports: Array<{ kind: BenchDatabaseKind; report: BenchReport }> = [];
     for (const kind of kinds)
       reports.push({ kind, report: await benchDatabase(ctx, kind, shared) });
@@ -795,6 +812,9 @@ const suite: BenchSuite = {
         `library: ${tarball}`,
         "CPU µs/req: the app process, the database (below, per database) and the Redis server (INFO cpu), from /proc and Redis, per request the app answered in the slice (its tail, answered after the load stopped, included); DB statements per request (the app's TypeORM logger) likewise; medians over rounds.",
         ...reports.flatMap((r) => r.report.notes ?? []),
+        pin
+          ? pin.describe()
+          : 'No CPU pinning: the app, the database, Redis and the load generator share the CPUs as the scheduler places them (--pin separates them).',
         'The peers keep their idempotency records in Redis or in memory; every variant inserts its payment into the database of its table.',
         "Redis cmds/req: total_commands_processed of the Redis server over the slice (the probe's own INFO call removed).",
         'The crash probe kills the process 0.8 s into a 5 s handler; the retry is repeated every 0.5 s while it is refused; payments are counted in that database.',
