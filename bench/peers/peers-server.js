@@ -26,6 +26,7 @@
  */
 require('reflect-metadata');
 const { randomUUID } = require('node:crypto');
+const { ServerResponse } = require('node:http');
 const {
   Body,
   Controller,
@@ -124,22 +125,28 @@ async function insertPayment(txHost, body, delay) {
 
 /** Requests of the measured routes in flight, and answered since the last `/bench/statements`. */
 const traffic = { inFlight: 0, completed: 0 };
+/**
+ * Responses of the measured routes not answered yet. A request counts as answered when the app
+ * ends its response, not when the connection closes: the load generator closes its connections
+ * when a slice ends, and the requests then in flight still run to their end (their statements
+ * and CPU belong to the slice that sent them). Counted in Node's own `end()`, patched once on the
+ * prototype: wrapping each response's `end` in place (a property added per response) would cost
+ * every variant a hidden class per request, and would be a middleware the apps measured here do
+ * not have (this library's response capture takes a slower path around such a wrapper).
+ */
+const unanswered = new WeakSet();
+const nodeEnd = ServerResponse.prototype.end;
+ServerResponse.prototype.end = function (...args) {
+  if (unanswered.delete(this)) {
+    traffic.inFlight--;
+    traffic.completed++;
+  }
+  return nodeEnd.apply(this, args);
+};
 function trackTraffic(req, res, next) {
   if (req.url.startsWith('/bench/') || req.url === '/health') return next();
   traffic.inFlight++;
-  // Answered when the app ends its response, not when the connection closes: the load generator
-  // closes its connections when a slice ends, and the requests then in flight still run to their
-  // end (their statements and CPU belong to the slice that sent them).
-  let answered = false;
-  const end = res.end;
-  res.end = function (...args) {
-    if (!answered) {
-      answered = true;
-      traffic.inFlight--;
-      traffic.completed++;
-    }
-    return end.apply(this, args);
-  };
+  unanswered.add(res);
   next();
 }
 

@@ -1,4 +1,4 @@
-import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { type OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { gateMidResponse } from '../diagnostics/diagnostics.channels';
 import { endWith } from '../internal/http-platform';
 import { FILE_NOT_SENT } from './idempotency.messages';
@@ -43,60 +43,99 @@ export class ResponseCapture {
     this.refuse('a stream piped into the response');
     src.unpipe?.(this.raw);
   };
-  /** Express's file senders, as they were before the capture replaced them (restored by value). */
+  /** Own-property path: Express's file senders as they were before the capture (restored by value). */
   private readonly platformMethods: Array<[string, unknown]> = [];
+  /** Prototype path: the capturing prototype the response has while its answer is held back. */
+  private readonly capturingPrototype: CapturingPrototype | undefined;
   private capturing = true;
 
   constructor(private readonly raw: ServerResponse) {
     this.done = new Promise((r) => (this.resolve = r));
     this.original = { writeHead: raw.writeHead, write: raw.write, end: raw.end };
+    raw.on('pipe', this.onPipe);
+    // Two ways to hold the answer back, the same capture behind both:
+    // - Express sets each response's prototype (to its `app.response`) per request, and V8 then
+    //   builds a new hidden class for every property added to that response (about 2.5 µs each,
+    //   seven per capture, seen in CPU profiles). There the prototype is swapped once more, for
+    //   one whose writeHead / write / end / file senders / writableEnded are the capture's (one
+    //   such prototype per original prototype, made once), and swapped back at release: no
+    //   property is added to the response;
+    // - a response with Node's own prototype (Fastify's `reply.raw`), whose added properties
+    //   share hidden classes, or one whose methods a middleware already wrapped on the object
+    //   itself (on-headers, compression: an own property would hide the prototype's), is wrapped
+    //   in place, as own properties, and gets its originals back by value at release.
+    const base = Object.getPrototypeOf(raw) as object | null;
+    if (
+      base &&
+      base !== ServerResponse.prototype &&
+      !CAPTURED_MEMBERS.some((name) => Object.prototype.hasOwnProperty.call(raw, name))
+    ) {
+      this.capturingPrototype = capturingPrototypeOf(base);
+      this.capturingPrototype.active.set(raw, this);
+      Object.setPrototypeOf(raw, this.capturingPrototype.proto);
+      return;
+    }
     const self = this;
     raw.writeHead = function (status: number, a?: any, b?: any) {
-      const headers = typeof a === 'object' && a !== null ? a : b;
-      if (self.settled) return raw;
-      self.head = { status, headers: Array.isArray(headers) ? pairsToHeaders(headers) : headers };
-      return raw;
+      return self.onWriteHead(status, a, b);
     } as any;
     raw.write = function (chunk: any, enc?: any, cb?: any) {
-      self.push(chunk, typeof enc === 'string' ? (enc as BufferEncoding) : undefined);
-      if (!self.settled) self.writes++;
-      const callback = typeof enc === 'function' ? enc : cb;
-      if (typeof callback === 'function') process.nextTick(callback);
-      return true;
+      return self.onWrite(chunk, enc, cb);
     } as any;
     raw.end = function (chunk?: any, enc?: any, cb?: any) {
-      const callback = typeof chunk === 'function' ? chunk : typeof enc === 'function' ? enc : cb;
-      if (typeof chunk !== 'function')
-        self.push(chunk, typeof enc === 'string' ? (enc as BufferEncoding) : undefined);
-      // The first end() is the answer's: a later one (a second answer) changes nothing of it.
-      if (!self.settled && typeof callback === 'function') self.endCallback = callback;
-      self.settle();
-      return raw;
+      return self.onEnd(chunk, enc, cb);
     } as any;
     // `end()` was called once the answer is captured, as Node's `writableEnded` means: Fastify's
     // `reply.sent` and `await reply` (a handler returning `reply.send(…)`) go by it, and would
-    // otherwise wait for a release that waits for the handler.
-    // After the capture it reads Node's own flag again. It stays on the object, as the methods
-    // below stay own properties holding the originals: deleting properties would turn the
-    // response into a slow dictionary-mode object for every write that follows (its release).
-    // One getter for every response, which finds its capture on the response: a getter made
-    // per response would give each response a hidden class of its own, and V8 turns such an
-    // object into a slow dictionary-mode one (every property access of Node, Express and Nest
-    // on it for the rest of the request pays for that).
+    // otherwise wait for a release that waits for the handler. After the capture it reads Node's
+    // own flag again. It stays on the object, as the methods below stay own properties holding
+    // the originals: deleting properties would turn the response into a slow dictionary-mode
+    // object for every write that follows (its release). One getter for every response, which
+    // finds its capture on the response: a getter made per response would give each response a
+    // hidden class of its own, and V8 turns such an object into a slow dictionary-mode one.
     (raw as CapturedRaw)[CAPTURE] = this;
     Object.defineProperty(raw, 'writableEnded', { configurable: true, get: writableEndedOf });
-    raw.on('pipe', this.onPipe);
     // Express's file senders stream the file after the handler returned: refused up front.
-    for (const name of ['sendFile', 'download'])
+    for (const name of FILE_SENDERS)
       if (typeof (raw as any)[name] === 'function') {
         this.platformMethods.push([name, (raw as any)[name]]);
-        (raw as any)[name] = (...args: unknown[]) => {
-          self.refuse(`a file sent with res.${name}()`);
-          const callback = args.reverse().find((a) => typeof a === 'function');
-          if (typeof callback === 'function')
-            process.nextTick(callback, new Error(FILE_NOT_SENT(name)));
-        };
+        (raw as any)[name] = (...args: unknown[]) => self.onFileSender(name, args);
       }
+  }
+
+  /** The captured response's `writeHead`: the status and headers are held back. */
+  onWriteHead(status: number, a?: any, b?: any): ServerResponse {
+    const headers = typeof a === 'object' && a !== null ? a : b;
+    if (this.settled) return this.raw;
+    this.head = { status, headers: Array.isArray(headers) ? pairsToHeaders(headers) : headers };
+    return this.raw;
+  }
+
+  /** The captured response's `write`: the bytes are held back. */
+  onWrite(chunk: any, enc?: any, cb?: any): boolean {
+    this.push(chunk, typeof enc === 'string' ? (enc as BufferEncoding) : undefined);
+    if (!this.settled) this.writes++;
+    const callback = typeof enc === 'function' ? enc : cb;
+    if (typeof callback === 'function') process.nextTick(callback);
+    return true;
+  }
+
+  /** The captured response's `end`: the answer is complete and frozen. */
+  onEnd(chunk?: any, enc?: any, cb?: any): ServerResponse {
+    const callback = typeof chunk === 'function' ? chunk : typeof enc === 'function' ? enc : cb;
+    if (typeof chunk !== 'function')
+      this.push(chunk, typeof enc === 'string' ? (enc as BufferEncoding) : undefined);
+    // The first end() is the answer's: a later one (a second answer) changes nothing of it.
+    if (!this.settled && typeof callback === 'function') this.endCallback = callback;
+    this.settle();
+    return this.raw;
+  }
+
+  /** Express's `sendFile` / `download` while captured: refused (see the constructor). */
+  onFileSender(name: string, args: unknown[]): void {
+    this.refuse(`a file sent with res.${name}()`);
+    const callback = [...args].reverse().find((a) => typeof a === 'function');
+    if (typeof callback === 'function') process.nextTick(callback, new Error(FILE_NOT_SENT(name)));
   }
 
   /** What `writableEnded` reads on the captured response: see the constructor. */
@@ -166,10 +205,17 @@ export class ResponseCapture {
 
   private restore() {
     this.capturing = false;
+    this.raw.removeListener('pipe', this.onPipe);
+    const cp = this.capturingPrototype;
+    if (cp) {
+      cp.active.delete(this.raw);
+      // Back to the prototype it had, unless something else has changed it since.
+      if (Object.getPrototypeOf(this.raw) === cp.proto) Object.setPrototypeOf(this.raw, cp.base);
+      return;
+    }
     this.raw.writeHead = this.original.writeHead;
     this.raw.write = this.original.write;
     this.raw.end = this.original.end;
-    this.raw.removeListener('pipe', this.onPipe);
     for (const [name, original] of this.platformMethods) (this.raw as any)[name] = original;
   }
 
@@ -247,3 +293,72 @@ function pairsToHeaders(pairs: any[]): OutgoingHttpHeaders {
   for (let i = 0; i + 1 < pairs.length; i += 2) out[String(pairs[i])] = pairs[i + 1];
   return out;
 }
+
+/** Express's file senders: they stream the file after the handler returned. */
+const FILE_SENDERS = ['sendFile', 'download'] as const;
+
+/** What a capture replaces: a response that has any of them as an own property is wrapped in place. */
+const CAPTURED_MEMBERS = ['writeHead', 'write', 'end', 'writableEnded', ...FILE_SENDERS];
+
+/** The prototype a captured response has while its answer is held back, for one original prototype. */
+interface CapturingPrototype {
+  /** The response's own prototype (Express's `app.response`, or `ServerResponse.prototype`). */
+  base: object;
+  /** Inherits from `base`; its captured members go to the response's capture. */
+  proto: object;
+  /** The capture of each response that has `proto` now. */
+  active: WeakMap<object, ResponseCapture>;
+}
+
+const capturingPrototypes = new WeakMap<object, CapturingPrototype>();
+
+/**
+ * The capturing prototype for responses whose prototype is `base`, made once. Each member asks
+ * for the response's capture, and without one (a reference to the member kept by a middleware
+ * after the release) does what `base`'s member does.
+ */
+function capturingPrototypeOf(base: object): CapturingPrototype {
+  const known = capturingPrototypes.get(base);
+  if (known) return known;
+  const active = new WeakMap<object, ResponseCapture>();
+  const b = base as Record<string, any>;
+  const members: PropertyDescriptorMap = {
+    writeHead: method(function (this: ServerResponse, ...args: any[]) {
+      const capture = active.get(this);
+      return capture
+        ? capture.onWriteHead(args[0], args[1], args[2])
+        : b.writeHead.apply(this, args);
+    }),
+    write: method(function (this: ServerResponse, ...args: any[]) {
+      const capture = active.get(this);
+      return capture ? capture.onWrite(args[0], args[1], args[2]) : b.write.apply(this, args);
+    }),
+    end: method(function (this: ServerResponse, ...args: any[]) {
+      const capture = active.get(this);
+      return capture ? capture.onEnd(args[0], args[1], args[2]) : b.end.apply(this, args);
+    }),
+    writableEnded: {
+      configurable: true,
+      get(this: ServerResponse) {
+        const capture = active.get(this);
+        return capture ? capture.reportsEnded(this) : Reflect.get(base, 'writableEnded', this);
+      },
+    },
+  };
+  for (const name of FILE_SENDERS)
+    if (typeof b[name] === 'function')
+      members[name] = method(function (this: ServerResponse, ...args: unknown[]) {
+        const capture = active.get(this);
+        return capture ? capture.onFileSender(name, args) : b[name].apply(this, args);
+      });
+  const made: CapturingPrototype = { base, proto: Object.create(base, members), active };
+  capturingPrototypes.set(base, made);
+  return made;
+}
+
+/** A writable, configurable, non-enumerable method, as the platform's own methods are. */
+const method = (value: (...args: any[]) => unknown): PropertyDescriptor => ({
+  value,
+  writable: true,
+  configurable: true,
+});

@@ -11,8 +11,10 @@ import { postJson } from '../fixtures/gate/http';
  * How the gate holds back a first execution's answer until its transaction commits, on Express,
  * when a middleware already wrapped the response's methods on the object itself (as compression
  * and on-headers do): the capture wraps those in turn, so that the middleware sees the one answer
- * that is sent, once, after the commit, and the response keeps its prototype. Platform logic: one
- * database (SQLite) is enough.
+ * that is sent, once, after the commit, and the response keeps its prototype; and when none did,
+ * the capture adds no property to the response at all (it swaps Express's per-request prototype
+ * for a capturing one and back: each property added to such a response costs V8 a hidden class of
+ * its own). Platform logic: one database (SQLite) is enough.
  */
 describe('Response capture on Express (SQLite)', () => {
   let db: TestDatabase;
@@ -20,7 +22,9 @@ describe('Response capture on Express (SQLite)', () => {
   let url = '';
   /** What the in-place wrapper saw, by customer id; and whether each response kept its prototype. */
   const wrapped = new Map<string, { heads: number[]; endBytes: number }>();
-  const after = new Map<string, { prototypeKept: boolean }>();
+  const after = new Map<string, { prototypeKept: boolean; ownMembers: string[] }>();
+  /** What a capture replaces, were it put on the response object itself. */
+  const capturedMembers = ['writeHead', 'write', 'end', 'writableEnded', 'sendFile', 'download'];
 
   beforeAll(async () => {
     db = await createTestDatabase('sqlite');
@@ -50,7 +54,10 @@ describe('Response capture on Express (SQLite)', () => {
         } as any;
       }
       res.on('finish', () =>
-        after.set(id, { prototypeKept: Object.getPrototypeOf(res) === proto }),
+        after.set(id, {
+          prototypeKept: Object.getPrototypeOf(res) === proto,
+          ownMembers: capturedMembers.filter((name) => Object.hasOwn(res, name)),
+        }),
       );
       next();
     });
@@ -87,6 +94,24 @@ describe('Response capture on Express (SQLite)', () => {
       expect(retry.headers.get('idempotency-replayed')).toBe('true');
       expect(retry.bytes.equals(first.bytes)).toBe(true);
       expect(wrapped.get(`${id}-r`)!.heads).toEqual([201]);
+    },
+  );
+
+  it.each(['tx', 'leased'])(
+    '%s: with no method wrapped in place, nothing is added to the response; its prototype is back when it is sent',
+    async (route) => {
+      const id = `proto-${route}-${randomUUID().slice(0, 8)}`;
+      const key = randomUUID();
+      const body = { customerId: id, amount: 7 };
+      const first = await postJson(`${url}/${route}`, key, body, { 'x-probe': id });
+      expect(first.status).toBe(201);
+      expect(first.headers.get('idempotency-replayed')).toBeNull();
+      expect(JSON.parse(first.bytes.toString('utf8'))).toMatchObject({ customerId: id });
+      expect(after.get(id)).toEqual({ prototypeKept: true, ownMembers: [] });
+      const retry = await postJson(`${url}/${route}`, key, body, { 'x-probe': `${id}-r` });
+      expect(retry.status).toBe(201);
+      expect(retry.headers.get('idempotency-replayed')).toBe('true');
+      expect(retry.bytes.equals(first.bytes)).toBe(true);
     },
   );
 });
