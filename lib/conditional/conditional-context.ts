@@ -5,8 +5,8 @@ import type { Preconditions } from './preconditions';
 
 /**
  * What `@ConditionalUpdate()` / `@ConditionalRead()` and ConditionalWriter share during one
- * request. One mutable object, stored in CLS and on the request, so that nested CLS contexts
- * (which copy the parent's top-level values) still see the same state.
+ * request. One mutable object, stored in CLS and by request object (see `setRequestState`), so
+ * that nested CLS contexts (which copy the parent's top-level values) still see the same state.
  * @internal
  */
 export interface ConditionalState {
@@ -17,6 +17,23 @@ export interface ConditionalState {
   created: boolean;
   /** A conditional write or check used the preconditions. */
   consumed: boolean;
+}
+
+/**
+ * The state of each conditional request, by request object (Express's or Fastify's, as Nest hands
+ * it to interceptors and parameter decorators). Not a property on the request: Express sets each
+ * request's prototype, and V8 then builds a hidden class for every property added to it.
+ */
+const stateByRequest = new WeakMap<object, ConditionalState>();
+
+/** @internal Remembers a conditional request's state. */
+export function setRequestState(req: object, state: ConditionalState): void {
+  stateByRequest.set(req, state);
+}
+
+/** @internal A conditional request's state, or undefined. */
+export function requestState(req: object | undefined): ConditionalState | undefined {
+  return req ? stateByRequest.get(req) : undefined;
 }
 
 /** @internal The state of the current request, or undefined outside a conditional endpoint. */

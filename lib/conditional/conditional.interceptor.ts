@@ -14,7 +14,7 @@ import { map } from 'rxjs/operators';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options';
 import { LibraryLogger } from '../observability/library-logger';
-import type { ConditionalState } from './conditional-context';
+import { type ConditionalState, setRequestState } from './conditional-context';
 import { CONDITIONAL_METADATA, CONDITIONAL_STATE } from './conditional.constants';
 import { preconditionFailed, preconditionRequired } from './conditional.errors';
 import { NO_ETAG, PRECONDITIONS_IGNORED } from './conditional.messages';
@@ -79,7 +79,7 @@ export class ConditionalInterceptor implements NestInterceptor {
       throw preconditionRequired();
     }
     const state: ConditionalState = { preconditions, created: false, consumed: false };
-    req[CONDITIONAL_STATE] = state;
+    setRequestState(req, state);
 
     return new Observable((subscriber) => {
       const cls = ClsServiceManager.getClsService();

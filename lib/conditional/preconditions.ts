@@ -1,7 +1,7 @@
 import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
 import { headerValues } from '../internal/http-platform';
-import type { ConditionalState } from './conditional-context';
-import { CONDITIONAL_STATE, MAX_ENTITY_TAGS } from './conditional.constants';
+import { requestState } from './conditional-context';
+import { MAX_ENTITY_TAGS } from './conditional.constants';
 import { invalidPreconditionHeader } from './conditional.errors';
 import {
   type EntityTagCondition,
@@ -45,6 +45,6 @@ export const hasPreconditions = (p: Preconditions): boolean =>
 export const Preconditions = createParamDecorator(
   (_data: unknown, ctx: ExecutionContext): Preconditions => {
     const req = ctx.switchToHttp().getRequest();
-    return (req?.[CONDITIONAL_STATE] as ConditionalState | undefined)?.preconditions ?? {};
+    return requestState(req)?.preconditions ?? {};
   },
 );
