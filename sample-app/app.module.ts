@@ -3,7 +3,12 @@ import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { ClsPluginTransactional } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { ClsModule } from 'nestjs-cls';
-import { getIdempotencyEntities, getIdempotencyMigrations, IdempotencyModule } from '../lib';
+import {
+  getIdempotencyEntities,
+  getIdempotencyMigrations,
+  IdempotencyModule,
+  type ReplayCacheStore,
+} from '../lib';
 import { databaseOptionsFromUrl, DEFAULT_DB_URL } from './config/database.config';
 import { idempotencyModeFromEnv, numberFromEnv } from './config/sample.config';
 import { AuthModule } from './auth/auth.module';
@@ -22,6 +27,10 @@ import { PaymentsService } from './payments/payments.service';
 import { LedgerEntry } from './ledger/ledger-entry.entity';
 import { LedgerModule } from './ledger/ledger.module';
 import { CreateLedgerEntries1763700009000 } from './migrations/1763700009000-create-ledger-entries';
+import {
+  REPLAY_CACHE_STORE,
+  ReplayCacheRedisModule,
+} from './replay-cache/replay-cache-redis.module';
 
 export interface SampleAppConfig {
   dbUrl?: string;
@@ -65,7 +74,10 @@ export class AppModule {
           ],
         }),
         IdempotencyModule.forRootAsync({
-          useFactory: () => ({
+          // REPLAY_CACHE_REDIS_URL: the replay cache's shared tier on Redis (unset: memory only).
+          imports: [ReplayCacheRedisModule],
+          inject: [REPLAY_CACHE_STORE],
+          useFactory: (replayCacheStore?: ReplayCacheStore) => ({
             // Read here, when the module is registered (not when a controller file is imported).
             mode: idempotencyModeFromEnv(),
             leaseMs: numberFromEnv('IDEMPOTENCY_LEASE_MS'),
@@ -87,6 +99,7 @@ export class AppModule {
             },
             // 32 bytes as 64 hex digits or base64: stored response bodies are sealed with AES-256-GCM.
             encryptionKey: process.env.IDEMPOTENCY_ENCRYPTION_KEY || undefined,
+            replayCache: replayCacheStore ? { store: replayCacheStore } : undefined,
             // The tenant comes from X-Tenant-Id; the principal is who is calling: the subject
             // SampleAuthGuard put on the request (a token's user, an API key's client), so a
             // retry after a token refresh stays in the same scope.
