@@ -7,6 +7,7 @@ import {
   type WritePacket,
 } from '@nestjs/microservices';
 import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
 import { ClientProxyPublisher } from '../../lib';
 import type { OutboxMessage } from '../../lib';
 
@@ -117,5 +118,27 @@ describe('ClientProxyPublisher: how each transport carries the message id and he
     expect(outcomes[0]?.message).toBe('broker refused');
     expect(outcomes[1]).toBeUndefined();
     expect(client.events[0].pattern).toBe('events.payment.captured');
+  });
+});
+
+describe('ClientProxyPublisher on RabbitMQ: a failed channel setup does not end the process', () => {
+  it("listens to the client's channel for 'error' once it exists, once per channel", async () => {
+    const client = new RecordingClient();
+    // What ClientRMQ holds after connecting: amqp-connection-manager's channel, an EventEmitter
+    // that emits 'error' when its setup fails on a reconnect.
+    const channel = new EventEmitter();
+    (client as unknown as { channel: EventEmitter }).channel = channel;
+    const publisher = new ClientProxyPublisher(client, { transport: 'rmq' });
+    // Without a listener, Node throws the emitted error (in a real app: the process ends).
+    expect(() =>
+      channel.emit('error', new Error('Channel ended, no reply will be forthcoming')),
+    ).toThrow('Channel ended');
+    await publisher.publish(message());
+    await publisher.publishBatch([message(), message()]);
+    expect(channel.listenerCount('error')).toBe(1);
+    expect(() =>
+      channel.emit('error', new Error('Channel ended, no reply will be forthcoming')),
+    ).not.toThrow();
+    expect(client.events).toHaveLength(3);
   });
 });

@@ -1,8 +1,13 @@
+import { Logger } from '@nestjs/common';
 import type { ClientProxy } from '@nestjs/microservices';
 import { lastValueFrom } from 'rxjs';
 import { MISSING_PACKAGE } from '../outbox.messages';
 import type { OutboxMessage } from '../outbox-message.interface';
 import type { OutboxPublisher } from '../outbox-publisher.interface';
+
+/** RabbitMQ channels this module listens to for `error` (see listenToRmqChannelErrors). */
+const guardedChannels = new WeakSet<object>();
+const rmqLogger = new Logger('ClientProxyPublisher');
 
 /** How the message id and headers are carried, per Nest transport. */
 export type ClientProxyTransport = 'rmq' | 'nats' | 'kafka' | 'mqtt' | 'plain';
@@ -110,6 +115,7 @@ export class ClientProxyPublisher implements OutboxPublisher {
         }
       }),
     );
+    if (this.transport === 'rmq') this.listenToRmqChannelErrors();
     if (this.transport === 'nats' && outcomes.some((o) => !o)) {
       try {
         await this.flushNats();
@@ -170,6 +176,25 @@ export class ClientProxyPublisher implements OutboxPublisher {
     if (c instanceof this.ms.ClientKafka) return 'kafka';
     if (c instanceof this.ms.ClientMqtt) return 'mqtt';
     return 'plain';
+  }
+
+  /**
+   * RabbitMQ: Nest's ClientRMQ creates its amqp-connection-manager channel with no `error`
+   * listener. When the channel's setup fails on a reconnect (its connection drops again while the
+   * queue is asserted: "Channel ended, no reply will be forthcoming"), the channel emits `error`
+   * and, with nobody listening, Node ends the whole process. Seen in this project's fault suite:
+   * a RabbitMQ connection lost during a database outage killed the app. Once the channel exists,
+   * the publisher listens (once per channel): the failure is logged, the channel sets itself up
+   * again on the next connect, and the relay retries what was not confirmed.
+   */
+  private listenToRmqChannelErrors(): void {
+    const channel = (this.client as unknown as { channel?: unknown }).channel as
+      { on?: (event: string, fn: (e: unknown) => void) => unknown } | undefined;
+    if (!channel || typeof channel.on !== 'function' || guardedChannels.has(channel)) return;
+    guardedChannels.add(channel);
+    channel.on('error', (e: unknown) =>
+      rmqLogger.warn(`RabbitMQ channel error (it is set up again on reconnect): ${String(e)}`),
+    );
   }
 
   /** NATS: resolves once the server has processed everything published so far. */
