@@ -71,6 +71,9 @@ export class LeasedMode extends GateMode {
    */
   private keepLeaseAlive(g: GuardedRequest, reservation: Reservation): LeaseKeeper | undefined {
     if (this.ledger.singleWriter) return undefined;
+    // Opened now (at the first leased request) so that the first renewal, a third of the lease
+    // from now, does not wait for a new connection.
+    this.db.leaseRenewals.warm();
     const leaseMs = Math.floor(g.opts.leaseMs);
     return new LeaseKeeper(
       () => this.ledger.renew(reservation, leaseMs),

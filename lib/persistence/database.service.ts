@@ -1,4 +1,10 @@
-import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type OnApplicationShutdown,
+  type OnModuleInit,
+} from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { getDataSourceToken } from '@nestjs/typeorm';
 import { TransactionHost } from '@nestjs-cls/transactional';
@@ -17,6 +23,7 @@ import { type IsolationLevel, transactionIsolationOf } from './dialects/transact
 import type { SqlExecutor } from './sql-executor';
 import { executorFor } from './sql-executor';
 import { IdempotencyMisconfiguredError } from './database-misconfigured';
+import { LeaseRenewalConnection } from './lease-renewal.connection';
 import { TRANSACTION_HOST_ELSEWHERE } from './persistence.messages';
 import { checkSchemaVersion } from './schema-version.check';
 import { StrayWriteDetector } from './stray-write.detector';
@@ -41,7 +48,7 @@ export interface OwnTransactionOptions {
  * @internal
  */
 @Injectable()
-export class DatabaseService implements OnModuleInit {
+export class DatabaseService implements OnModuleInit, OnApplicationShutdown {
   private _dialect!: Dialect;
   private _dataSource!: DataSource;
   private _txHost: TransactionHost<TransactionalAdapterTypeOrm> | undefined;
@@ -49,6 +56,11 @@ export class DatabaseService implements OnModuleInit {
   private _isolation: IsolationLevel | undefined;
   /** PostgreSQL: the gate's transactions may send START TRANSACTION and COMMIT with its statements. */
   private _heldBegin = false;
+  /** Leased mode: the connection lease renewals use, beside the pool (see LeaseRenewalConnection). */
+  readonly leaseRenewals = new LeaseRenewalConnection(
+    () => this._dataSource,
+    (err) => this.onStrayConnectionError(err),
+  );
 
   constructor(
     private readonly moduleRef: ModuleRef,
@@ -83,6 +95,10 @@ export class DatabaseService implements OnModuleInit {
       schema: this.options.schema,
       tables: this.options.tables,
     });
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.leaseRenewals.close();
   }
 
   /** The nestjs-cls transactional plugin is registered, and on this DataSource. */

@@ -292,11 +292,14 @@ export class IdempotencyLedger {
     return ok;
   }
 
-  /** Leased mode, autocommit: extends our lease to `leaseMs` from now; false when no longer ours. */
-  renew(reservation: Reservation, leaseMs: number): Promise<boolean> {
-    return this.db.withoutTransaction(() =>
-      this.sql.renew(this.db.exec(), reservation.id, reservation.token, Math.floor(leaseMs)),
-    );
+  /**
+   * Leased mode, autocommit: extends our lease to `leaseMs` from now; false when no longer ours.
+   * On the renewal connection, beside the pool: a pool whose every connection is held by leased
+   * handlers must not keep their leases from being renewed (see LeaseRenewalConnection).
+   */
+  async renew(reservation: Reservation, leaseMs: number): Promise<boolean> {
+    const exec = await this.db.leaseRenewals.executor();
+    return this.sql.renew(exec, reservation.id, reservation.token, Math.floor(leaseMs));
   }
 
   /** Leased mode, autocommit: deletes our started reservation so that a retry runs at once. */

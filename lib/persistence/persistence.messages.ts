@@ -32,3 +32,6 @@ export const STRAY_WRITE_SEEN = (kind: string, where: string) =>
   `IdempotencyModule: a write ran outside the request's transaction (${kind} during ${where}): ` +
   `it committed on its own and is not undone if the request rolls back; a retry runs it again. ${STAY_INSIDE}. ` +
   "(strayWrites: 'warn'; logged once per handler.)";
+
+export const RENEWAL_CONNECTION_CLOSED =
+  'IdempotencyModule: the lease renewal connection is closed (the app is shutting down)';
