@@ -242,6 +242,16 @@ describe.each(databaseKinds())('@IdempotentConsumer on %s', (kind) => {
         for (const id of ids) expect(DeliveryLog.runs.get(id)).toBe(1);
         if (!noAck) expect(DeliveryLog.runs.get(failing)).toBe(2);
         expect(await effects('rmq-bare', note)).toBe(expected);
+        // Every delivery has been handled (the duplicates too, which can still be in flight
+        // behind the later message on a slow database): 6 deliveries of the three messages,
+        // 2 of the failing one, 1 of the later one. One still in flight at close() would go
+        // back to the queue, as it should.
+        await waitFor(
+          async () =>
+            DeliveryLog.settled.get(note) === (noAck ? 6 : 8) &&
+            DeliveryLog.settled.get(`${note}-later`) === 1,
+          'every delivery settled',
+        );
 
         // Closing the consumer's channel returns every unacknowledged delivery to the queue.
         await app!.close();
