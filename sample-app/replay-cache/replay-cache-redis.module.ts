@@ -6,12 +6,11 @@ import {
   type OnApplicationShutdown,
   Optional,
 } from '@nestjs/common';
-import { createClient } from 'redis';
 import { RedisReplayCacheStore, type ReplayCacheStore } from '../../lib';
 
 /** The node-redis client of the replay cache's shared tier, when REPLAY_CACHE_REDIS_URL is set. */
 const REPLAY_CACHE_REDIS = Symbol('sample-app:replay-cache-redis');
-type RedisClient = ReturnType<typeof createClient>;
+type RedisClient = ReturnType<typeof import('redis').createClient>;
 const logger = new Logger('ReplayCacheRedis');
 
 /** The shared tier's store, or undefined (REPLAY_CACHE_REDIS_URL unset: each instance's memory only). */
@@ -41,6 +40,8 @@ class ReplayCacheRedisCloser implements OnApplicationShutdown {
       useFactory: async (): Promise<RedisClient | undefined> => {
         const url = process.env.REPLAY_CACHE_REDIS_URL;
         if (!url) return undefined;
+        // Loaded only when asked for: an app without the shared tier never loads node-redis.
+        const { createClient } = await import('redis');
         let connected = false;
         const client = createClient({
           url,
