@@ -133,27 +133,36 @@ describe.each(databaseKinds())('retention cleanup on %s', (kind) => {
     expect(await count('inbox_messages', `message_id LIKE '${r}-in-new-%'`)).toBe(10);
   };
 
-  it('deletes 100,000 expired records in bounded batches, leaving live leases, sent rows within retention and dead letters alone', async () => {
-    await seed('one');
-    expect(await count('idempotency_records', '1 = 1')).toBe(EXPIRED + 100);
+  // SQL Server (Babelfish): seeding and deleting 100,000 records took past Jest's 60 s on the
+  // 2-core VM of 2026-11-27 beside the other worker (fresh-clone CI, SQL Server phase); a time
+  // limit only, nothing here is timed.
+  const bulkTimeoutMs = kind === 'mssql' ? 300_000 : 60_000;
 
-    const report = await app
-      .get(CleanupService)
-      .runOnce({ batchSize: 1000, timeBudgetMs: 10 * 60_000, dutyCycle: 1 });
+  it(
+    'deletes 100,000 expired records in bounded batches, leaving live leases, sent rows within retention and dead letters alone',
+    async () => {
+      await seed('one');
+      expect(await count('idempotency_records', '1 = 1')).toBe(EXPIRED + 100);
 
-    expect(report.errors).toEqual({});
-    expect(report.deleted).toEqual({ idempotency: EXPIRED + 30, outbox: 500, inbox: 300 });
-    expect(report.largestBatch).toBeLessThanOrEqual(1000);
-    // 100,030 rows at most 1,000 per statement: at least 101 statements on that table alone.
-    expect(report.statements).toBeGreaterThanOrEqual(101);
-    expect(report.caughtUp).toBe(true);
-    await expectSurvivors('one');
+      const report = await app
+        .get(CleanupService)
+        .runOnce({ batchSize: 1000, timeBudgetMs: 10 * 60_000, dutyCycle: 1 });
 
-    const again = await app.get(CleanupService).runOnce();
-    expect(again.deleted).toEqual({ idempotency: 0, outbox: 0, inbox: 0 });
-    expect(again.caughtUp).toBe(true);
-    await expectSurvivors('one');
-  });
+      expect(report.errors).toEqual({});
+      expect(report.deleted).toEqual({ idempotency: EXPIRED + 30, outbox: 500, inbox: 300 });
+      expect(report.largestBatch).toBeLessThanOrEqual(1000);
+      // 100,030 rows at most 1,000 per statement: at least 101 statements on that table alone.
+      expect(report.statements).toBeGreaterThanOrEqual(101);
+      expect(report.caughtUp).toBe(true);
+      await expectSurvivors('one');
+
+      const again = await app.get(CleanupService).runOnce();
+      expect(again.deleted).toEqual({ idempotency: 0, outbox: 0, inbox: 0 });
+      expect(again.caughtUp).toBe(true);
+      await expectSurvivors('one');
+    },
+    bulkTimeoutMs,
+  );
 
   it('stops at its time budget and reports that it has not caught up', async () => {
     await insertRecords(5000, 'budget-', 'completed', -HOUR, null);
