@@ -124,11 +124,17 @@ describe.each(databaseKinds())('@IdempotentConsumer on %s', (kind) => {
       );
       await ch.waitForConfirms();
     };
-    /** With prefetch 1 the queue is FIFO one at a time: once a later message is done, all earlier ones are settled. */
+    /**
+     * With prefetch 1 the queue is FIFO one at a time: once a later message is done, all earlier
+     * ones are settled. The sentinel itself counts once its ack has gone (after its effect
+     * committed): the suite's afterAll closes the consumer right after the last drain, and a
+     * sentinel still unacknowledged then would go back to the queue (fresh-clone CI, 2026-11-27).
+     */
     const drain = async () => {
       const note = `sentinel-${randomUUID()}`;
       await publish(randomUUID(), { note });
       await waitFor(async () => (await effects('rmq-effects', note)) === 1, 'the sentinel message');
+      await waitFor(async () => DeliveryLog.settled.get(note) === 1, 'the sentinel settled');
     };
 
     it('runs the handler once for the same message delivered 5 times', async () => {
