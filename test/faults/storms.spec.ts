@@ -20,7 +20,7 @@ import {
   sleep,
   warmPools,
 } from './support/fault-client';
-import { describeEachDatabase, FaultCluster } from './support/fault-cluster';
+import { describeEachDatabase, FaultCluster, MSSQL_POOL } from './support/fault-cluster';
 import { assertInvariants, keyOf, type Scenario } from './support/invariants';
 
 /**
@@ -32,9 +32,11 @@ import { assertInvariants, keyOf, type Scenario } from './support/invariants';
  * Concurrent requests per process in a same-key storm: 200 (FAULT_STORM_PER_PROCESS). On
  * Babelfish (MSSQL_URL) 50: 800 requests at once over 4 processes and one 2-core machine made the
  * T-SQL engine answer past the client's 60 s (CI of 2026-11-26: ECONNRESET, time-outs and 503s,
- * no doubled payment); 200 at once over 4 processes is still a storm on one key. These sizes take
- * about 90 s on a new Babelfish cluster (`.ci/sqlserver.sh` makes one per suite); a cluster that
- * earlier runs had filled with created and dropped databases took 732 s for them.
+ * no doubled payment); 200 at once over 4 processes is still a storm on one key. On a new
+ * Babelfish cluster (`.ci/sqlserver.sh` makes one per suite) the whole file took 125 s with pools
+ * of 4 connections per process and 787 s, with a failure, with pools of 10 (2026-11-27,
+ * fault-cluster.ts says why); a cluster that earlier runs had filled with created and dropped
+ * databases took 732 s (2026-11-26).
  */
 const stormPerProcess = (kind: string) =>
   Math.max(1, Number(process.env.FAULT_STORM_PER_PROCESS ?? (kind === 'mssql' ? 50 : 200)));
@@ -43,8 +45,10 @@ const stormPerProcess = (kind: string) =>
  * (FAULT_STORM_KEYS). Babelfish (SQL Server over PostgreSQL, MSSQL_URL) serves about a tenth of
  * PostgreSQL's rate on these machines, and SQLite runs one process (one writer), where 10,000
  * keys only repeat the same single-process case for a minute of the suite's 10-minute budget:
- * 2,000 there and 1,000 on Babelfish (161 s for 2,000 on the slower 2-core VM of 2026-11-26)
- * unless FAULT_STORM_KEYS says otherwise.
+ * 2,000 there and 1,000 on Babelfish unless FAULT_STORM_KEYS says otherwise. On Babelfish a
+ * payment costs the server about 90 ms of CPU (its T-SQL parser; 2-core VM, 2026-11-27): 500 keys
+ * took 19 s on warm pools of 4 connections per process (fault-cluster.ts), and 1,000 keys begun on
+ * cold pools of 10 ran past the 5-minute retry deadline (CI of e2378fb).
  */
 const keysFor = (kind: string) =>
   Math.max(
@@ -158,6 +162,8 @@ describeEachDatabase(
     const topology: Topology = { processes: kind === 'sqlite' ? 1 : 4 };
     const KEYS = keysFor(kind);
     const PER_PROCESS = stormPerProcess(kind);
+    // Connections to open per process before a storm: the whole pool (fault-cluster.ts).
+    const POOL = kind === 'mssql' ? MSSQL_POOL : 10;
     let db: TestDatabase;
     let ds: DataSource;
     let cluster: FaultCluster;
@@ -169,7 +175,10 @@ describeEachDatabase(
       apps = [await cluster.spawn()]; // runs the migrations
       for (let i = 1; i < topology.processes; i++) apps.push(await cluster.spawn());
       ds = await openDataSource(db.url);
-      await warmPools(apps.map((a) => a.url));
+      await warmPools(
+        apps.map((a) => a.url),
+        POOL,
+      );
     }, 180_000);
 
     afterAll(async () => {
@@ -214,7 +223,10 @@ describeEachDatabase(
             ...(await Promise.all(apps.map(() => cluster.spawn({ IDEMPOTENCY_MODE: 'leased' })))),
           );
         }
-        await warmPools(leased.map((a) => a.url));
+        await warmPools(
+          leased.map((a) => a.url),
+          POOL,
+        );
         const prefix = `sl${rand()}-`;
         const { outcome, statuses } = await sameKeyStorm(
           leased.map((a) => a.url),
@@ -238,6 +250,13 @@ describeEachDatabase(
 
     it(`${KEYS} distinct keys across ${topology.processes} process(es) with random retries: each key exactly one payment, one ledger entry`, async () => {
       const prefix = `sk${rand()}-`;
+      // The leased storm before this one kept these processes idle for minutes: their pools may
+      // have closed idle connections (the driver's 30 s), and a storm must meet a running
+      // service's warm pool, not a cold start (warmPools).
+      await warmPools(
+        apps.map((a) => a.url),
+        POOL,
+      );
       const started = Date.now();
       // Each client retries until its 201 for 90 s (5 minutes on Babelfish, where a loaded
       // attempt can wait out the driver's 15 s time-out and answer 503 a few times in a row).

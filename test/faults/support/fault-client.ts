@@ -111,6 +111,8 @@ export interface RetryPolicy {
   /** Longest pause between two attempts without a Retry-After. */
   maxBackoffMs?: number;
   headers?: (attempt: number) => Record<string, string>;
+  /** Called with each attempt's answer as it arrives (before any retry). */
+  onAttempt?: (attempt: Attempt) => void;
 }
 
 /**
@@ -131,6 +133,7 @@ export async function postUntilCreated(
   for (let n = outcome.attempts.length; Date.now() < deadline; n++) {
     const a = await postOnce(await policy.target(n), key, body, policy.headers?.(n));
     outcome.attempts.push(a);
+    policy.onAttempt?.(a);
     if (a.status === 201) {
       outcome.created = a;
       return outcome;

@@ -21,6 +21,27 @@ export const BASE_ENV = {
   OUTBOX_BACKOFF_MAX_MS: '3000',
 };
 
+/**
+ * Pooled connections per process on SQL Server (Babelfish): 4 (FAULT_MSSQL_POOL), where the
+ * sample app's default is 10. Each pooled connection is a new Babelfish backend, and a new
+ * backend pays for its T-SQL parser's first parses of every batch it runs: measured on 4.3.0 here
+ * (2 cores, 2026-11-27), 210 ms of server CPU to connect and about 1.8 s for the reservation
+ * batch's first 30 runs against 7 ms each once warm. Storms and crash trials start new processes
+ * again and again; with 10 connections each, 4 to 8 processes spent minutes of the machine's two
+ * cores warming backends, requests waited past the driver's 15 s and answered 503, and their
+ * retries piled on (CI of e2378fb: the storms file took 1630 s and failed). 4 connections per
+ * process still put 16 to 32 transactions on one key at once. A URL that sets `pool` keeps it.
+ */
+export const MSSQL_POOL = Math.max(1, Number(process.env.FAULT_MSSQL_POOL ?? 4));
+
+/** The DB_URL a fault-suite process gets: `dbUrl`, with MSSQL_POOL on SQL Server. */
+export function faultDbUrl(dbUrl: string): string {
+  if (!/^(mssql|sqlserver):/.test(dbUrl)) return dbUrl;
+  const u = new URL(dbUrl);
+  if (!u.searchParams.has('pool')) u.searchParams.set('pool', String(MSSQL_POOL));
+  return u.toString();
+}
+
 /** Resolves when the process has exited (killed or not). */
 export const exited = (p: AppProcess): Promise<void> =>
   new Promise((resolve) =>
@@ -49,7 +70,7 @@ export class FaultCluster {
   async spawn(env: Record<string, string> = {}): Promise<AppProcess> {
     const p = await spawnSampleApp({
       ...BASE_ENV,
-      DB_URL: this.dbUrl,
+      DB_URL: faultDbUrl(this.dbUrl),
       BROKER_URL: this.brokerUrl(),
       BROKER_QUEUE: this.queue,
       ...this.env,
