@@ -1,4 +1,9 @@
+import { createHash } from 'node:crypto';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { ReplayCache, type CachedRecord } from '../../lib/persistence/replay.cache';
+
+setFlagsFromString('--expose-gc');
 
 const record = (bodyBytes: number, hash = 1): CachedRecord => ({
   requestHash: Buffer.alloc(32, hash),
@@ -27,17 +32,66 @@ describe('ReplayCache (bounded by bytes and by time)', () => {
   });
 
   it('stays within maxBytes, dropping the least recently used entries first', () => {
-    const c = cache(3000);
+    const one = cache(1 << 20);
+    one.set('s', 'a', record(700), 60_000, performance.now());
+    const budget = Math.floor(3.5 * one.size); // three entries fit, four do not
+    const c = cache(budget);
     const now = performance.now();
     c.set('s', 'a', record(700), 60_000, now);
     c.set('s', 'b', record(700), 60_000, now);
     c.set('s', 'c', record(700), 60_000, now);
     expect(c.get('s', 'a')).toBeDefined(); // a is now the most recently used
     c.set('s', 'd', record(700), 60_000, now);
-    expect(c.size).toBeLessThanOrEqual(3000);
+    expect(c.size).toBeLessThanOrEqual(budget);
     expect(c.get('s', 'b')).toBeUndefined();
     expect(c.get('s', 'a')).toBeDefined();
+    expect(c.get('s', 'c')).toBeDefined();
     expect(c.get('s', 'd')).toBeDefined();
+  });
+
+  it("keeps each record's bytes in a buffer of its own, never a view of Node's shared pool", () => {
+    const c = cache(1 << 20);
+    // Buffers under 4 KiB are views of shared 8 KiB pool blocks, as the capture's and the
+    // driver's are.
+    const body = Buffer.from('{"id":"p-1","amount":5}');
+    const requestHash = Buffer.from('a'.repeat(32));
+    expect(body.buffer.byteLength).toBeGreaterThan(body.length);
+    c.set('s', 'k', { requestHash, status: 201, headers: null, body }, 60_000, performance.now());
+    body.fill(0); // the caller's buffers are theirs: the entry is a copy
+    const hit = c.get('s', 'k')!;
+    expect(hit.body!.toString()).toBe('{"id":"p-1","amount":5}');
+    expect(hit.requestHash.toString()).toBe('a'.repeat(32));
+    expect(hit.body!.buffer.byteLength).toBe(32 + body.length);
+    expect(hit.body!.buffer).toBe(hit.requestHash.buffer);
+  });
+
+  it('holds about the memory it counts (heap and buffers), not the pool blocks its answers came in', () => {
+    const gc = runInNewContext('gc', {}, {}) as () => void;
+    const c = cache(1 << 30, 600_000);
+    const n = 10_000;
+    const headers = JSON.stringify({ h: [['content-type', 'application/json; charset=utf-8']] });
+    gc();
+    const before = process.memoryUsage();
+    for (let i = 0; i < n; i++) {
+      const body = Buffer.concat([
+        Buffer.from(`{"id":"payment-${i}","customerId":"c1","amount":5}`),
+      ]);
+      // Other short-lived buffers of the request fill the rest of the pool block.
+      for (let j = 0; j < 10; j++) Buffer.from('x'.repeat(400));
+      const requestHash = createHash('sha256').update(String(i)).digest();
+      c.set(
+        't|p|POST|/payments',
+        `key-${i}`,
+        { requestHash, status: 201, headers, body },
+        600_000,
+        performance.now(),
+      );
+    }
+    gc();
+    const after = process.memoryUsage();
+    const held = after.heapUsed - before.heapUsed + (after.external - before.external);
+    // Before the records were compacted they held 5-8 times what was counted.
+    expect(held).toBeLessThan(1.5 * c.size);
   });
 
   it('never keeps an answer larger than the whole budget', () => {
