@@ -6,6 +6,7 @@ import {
   databaseKinds,
   openDataSource,
   type TestDatabase,
+  withPool,
 } from '../support/databases';
 import {
   appSetupTimeoutMs,
@@ -21,8 +22,6 @@ const LEASE_MS = 1500;
 const HOLD_MS = 6000;
 /** Connections of app A's pool: as many as the held requests, so none is left for anything else. */
 const POOL = 2;
-
-const withPool = (url: string, n: number) => `${url}${url.includes('?') ? '&' : '?'}pool=${n}`;
 
 /**
  * Leased mode with every connection of the pool held by handlers (slow external calls in their

@@ -6,7 +6,12 @@ import { executorFor } from '../../lib/persistence/sql-executor';
 import { getIdempotencyMigrations } from '../../lib';
 import { databaseOptionsFromUrl } from '../../sample-app/config/database.config';
 import { DataSource as TypeOrmDataSource } from 'typeorm';
-import { createTestDatabase, databaseKinds, type TestDatabase } from '../support/databases';
+import {
+  createTestDatabase,
+  databaseKinds,
+  type TestDatabase,
+  withPool,
+} from '../support/databases';
 import { sleep } from '../fixtures/gate/http';
 
 /**
@@ -26,9 +31,7 @@ describe.each(databaseKinds())('idempotency ledger statements on %s', (kind) => 
 
   beforeAll(async () => {
     db = await createTestDatabase(kind);
-    const options = databaseOptionsFromUrl(
-      serverDb ? `${db.url}${db.url.includes('?') ? '&' : '?'}pool=1` : db.url,
-    );
+    const options = databaseOptionsFromUrl(serverDb ? withPool(db.url, 1) : db.url);
     single = new TypeOrmDataSource({
       ...(options as any),
       migrations: getIdempotencyMigrations(),

@@ -10,6 +10,7 @@ import {
   databaseKinds,
   openDataSource,
   type TestDatabase,
+  withPool,
 } from '../support/databases';
 
 describe('renewalOptions', () => {
@@ -67,7 +68,7 @@ describe.each(databaseKinds().filter((k) => k !== 'sqlite'))(
 
     it('runs statements beside the app pool, even when that pool is exhausted, and refuses after close()', async () => {
       // The app's pool: one connection, held by an open transaction for the whole test.
-      const options = databaseOptionsFromUrl(`${db.url}${db.url.includes('?') ? '&' : '?'}pool=1`);
+      const options = databaseOptionsFromUrl(withPool(db.url, 1));
       const small = new DataSource(options);
       await small.initialize();
       const holder = small.createQueryRunner();

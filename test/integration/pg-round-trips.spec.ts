@@ -10,6 +10,7 @@ import {
   databaseKinds,
   openDataSource,
   type TestDatabase,
+  withPool,
 } from '../support/databases';
 
 const INSERT = 'INSERT INTO rt_items (id) VALUES ($1) RETURNING id';
@@ -36,7 +37,7 @@ describe.each(databaseKinds())('The gate transaction round trips on %s', (kind) 
     observer = await openDataSource(db.url);
     if (kind !== 'postgres') return;
     // One pooled connection: every transaction below runs on the same one.
-    ds = await openDataSource(`${db.url}${db.url.includes('?') ? '&' : '?'}pool=1`);
+    ds = await openDataSource(withPool(db.url, 1));
     await observer.query('CREATE TABLE rt_items (id int PRIMARY KEY)');
     const pool = (ds.driver as any).master;
     const Client = (ds.driver as any).postgres.Client;

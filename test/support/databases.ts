@@ -13,6 +13,15 @@ export interface TestDatabaseKind {
 export const PG_ADMIN_URL = process.env.PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 export const MARIADB_ADMIN_URL = process.env.MARIADB_URL ?? 'mysql://root@127.0.0.1:3306/test';
 export const MSSQL_URL = process.env.MSSQL_URL;
+/** Pooled connections per DataSource on a SQL Server test database (see createServerDatabase). */
+const MSSQL_TEST_POOL = process.env.MSSQL_TEST_POOL ?? '4';
+
+/** The URL with its `pool` (connections per DataSource) set to `n`, replacing any it had. */
+export function withPool(url: string, n: number): string {
+  const u = new URL(url);
+  u.searchParams.set('pool', String(n));
+  return u.toString();
+}
 
 const isCI = () => process.env.CI === 'true' || process.env.CI === '1';
 
@@ -130,6 +139,11 @@ async function createServerDatabase(
   }
   const u = new URL(adminUrl);
   u.pathname = `/${name}`;
+  // SQL Server (Babelfish): every pooled connection is a new server backend, whose T-SQL parser
+  // starts cold (about 0.2 s of server CPU to connect, then about 60 ms per batch until it has
+  // seen the batch some 30 times, against 7 ms warm: measured 2026-11-27). The driver's default
+  // pool of 10 per DataSource, times the suite's apps, kept both cores busy warming backends.
+  if (kind === 'mssql' && !u.searchParams.has('pool')) u.searchParams.set('pool', MSSQL_TEST_POOL);
   return {
     kind,
     url: u.toString(),
