@@ -223,7 +223,15 @@ describe.each(cases)(
       // The message is published again (an operator's requeue of a sent message): the consumer
       // sees a duplicate, skips it, and its span, in the original trace, says so.
       const messageId = String(create.attributes['messaging.message.id']);
-      expect(await app.get(OutboxAdminService).requeue(messageId)).toBe(1);
+      const admin = app.get(OutboxAdminService);
+      // Requeue acts on a sent message: the relay marks it sent once the broker has confirmed,
+      // which on the embedded transport may be after the consumer has committed (seen on
+      // Babelfish, 2026-11-27: requeued 0 while it was still claimed).
+      await eventually(
+        'the relay has marked the message sent',
+        async () => (await admin.get(messageId))?.status === 'sent',
+      );
+      expect(await admin.requeue(messageId)).toBe(1);
       const duplicate = await eventually('the duplicate delivery is traced', () =>
         byName(spansOf(traceId), 'process payment.captured').find(
           (s) => s.attributes['inbox.outcome'] === 'duplicate',
