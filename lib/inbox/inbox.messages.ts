@@ -60,3 +60,11 @@ export const ACK_MODE_UNKNOWN = (consumer: string) =>
 export const ACK_FAILED = (consumer: string, error: unknown) =>
   `Inbox: could not settle the RabbitMQ delivery of consumer "${consumer}" (${String(error)}); ` +
   `the broker redelivers it when the channel closes, and the inbox settles the copy.`;
+
+export const RMQ_SERVER_CHANNEL_ERROR = (error: unknown) =>
+  `RabbitMQ: the consuming channel could not be set up (${String(error)}); ` +
+  `it is set up again, consumer included, when the connection is back.`;
+
+export const RMQ_CONSUME_FAILED = (queue: string, error: unknown) =>
+  `RabbitMQ: the consumer on queue "${queue}" did not start (${String(error)}); ` +
+  `it starts again when the connection is back, and unacknowledged deliveries are redelivered.`;

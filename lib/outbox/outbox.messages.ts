@@ -24,3 +24,7 @@ export const OUTBOX_WITHOUT_PUBLISHER = (users: string[]) =>
   `IdempotencyModule: OutboxService is used (by ${users.join(', ')}) but the outbox relay of this process has no publisher, so the messages stay pending. ` +
   'Provide one: the outbox.publisher option, or a provider of the OutboxPublisher token (e.g. new ClientProxyPublisher(client)). ' +
   'In a process that only writes while another one relays, set outbox: { relayEnabled: false } to silence this warning.';
+
+export const RMQ_CLIENT_CHANNEL_ERROR = (error: unknown) =>
+  `RabbitMQ: the publishing channel could not be set up (${String(error)}); ` +
+  `it is set up again when the connection is back, and the relay retries what was not confirmed.`;

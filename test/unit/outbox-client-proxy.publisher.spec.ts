@@ -1,5 +1,6 @@
 import {
   ClientProxy,
+  ClientRMQ,
   MqttRecord,
   NatsRecord,
   type ReadPacket,
@@ -122,23 +123,42 @@ describe('ClientProxyPublisher: how each transport carries the message id and he
 });
 
 describe('ClientProxyPublisher on RabbitMQ: a failed channel setup does not end the process', () => {
-  it("listens to the client's channel for 'error' once it exists, once per channel", async () => {
-    const client = new RecordingClient();
-    // What ClientRMQ holds after connecting: amqp-connection-manager's channel, an EventEmitter
+  const channelEnded = () => new Error('Channel ended, no reply will be forthcoming');
+
+  it("listens to a ClientRMQ's channel from the client's connect on, once per channel", () => {
+    const client = new ClientRMQ({ urls: ['amqp://127.0.0.1:1'], queue: 'q' });
+    // What ClientRMQ holds once connect() has run: amqp-connection-manager's connection, whose
+    // `connect` event creates (in ClientRMQ's own listener, first) the channel, an EventEmitter
     // that emits 'error' when its setup fails on a reconnect.
+    const manager = new EventEmitter();
+    const internals = client as unknown as { client: EventEmitter; channel?: EventEmitter };
+    internals.client = manager;
+    new ClientProxyPublisher(client);
     const channel = new EventEmitter();
-    (client as unknown as { channel: EventEmitter }).channel = channel;
-    const publisher = new ClientProxyPublisher(client, { transport: 'rmq' });
+    manager.on('connect', () => (internals.channel = channel));
     // Without a listener, Node throws the emitted error (in a real app: the process ends).
-    expect(() =>
-      channel.emit('error', new Error('Channel ended, no reply will be forthcoming')),
-    ).toThrow('Channel ended');
+    expect(() => channel.emit('error', channelEnded())).toThrow('Channel ended');
+    manager.emit('connect');
+    manager.emit('connect');
+    expect(channel.listenerCount('error')).toBe(1);
+    expect(() => channel.emit('error', channelEnded())).not.toThrow();
+  });
+
+  it('listens to a channel there at construction, and to one made later after the next batch', async () => {
+    const client = new RecordingClient();
+    const internals = client as unknown as { channel?: EventEmitter };
+    const first = new EventEmitter();
+    internals.channel = first;
+    const publisher = new ClientProxyPublisher(client, { transport: 'rmq' });
+    expect(first.listenerCount('error')).toBe(1);
+    const second = new EventEmitter();
+    internals.channel = second;
+    expect(() => second.emit('error', channelEnded())).toThrow('Channel ended');
     await publisher.publish(message());
     await publisher.publishBatch([message(), message()]);
-    expect(channel.listenerCount('error')).toBe(1);
-    expect(() =>
-      channel.emit('error', new Error('Channel ended, no reply will be forthcoming')),
-    ).not.toThrow();
+    expect(second.listenerCount('error')).toBe(1);
+    expect(first.listenerCount('error')).toBe(1);
+    expect(() => second.emit('error', channelEnded())).not.toThrow();
     expect(client.events).toHaveLength(3);
   });
 });

@@ -1,12 +1,11 @@
 import { Logger } from '@nestjs/common';
 import type { ClientProxy } from '@nestjs/microservices';
 import { lastValueFrom } from 'rxjs';
-import { MISSING_PACKAGE } from '../outbox.messages';
+import { listenToChannelErrors } from '../../internal/rmq-connection-loss';
+import { MISSING_PACKAGE, RMQ_CLIENT_CHANNEL_ERROR } from '../outbox.messages';
 import type { OutboxMessage } from '../outbox-message.interface';
 import type { OutboxPublisher } from '../outbox-publisher.interface';
 
-/** RabbitMQ channels this module listens to for `error` (see listenToRmqChannelErrors). */
-const guardedChannels = new WeakSet<object>();
 const rmqLogger = new Logger('ClientProxyPublisher');
 
 /** How the message id and headers are carried, per Nest transport. */
@@ -86,6 +85,16 @@ export class ClientProxyPublisher implements OutboxPublisher {
     this.ms = loadMicroservices();
     this.transport = options.transport ?? this.detectTransport();
     this.envelope = options.envelope ?? this.transport === 'plain';
+    if (this.transport === 'rmq') {
+      // ClientRMQ creates its channel in its own first `connect` listener, before this one runs.
+      // (The base ClientProxy's `on()` throws: another client declared `rmq` is only listened to
+      // after each batch.)
+      if (client instanceof this.ms.ClientRMQ)
+        (client as unknown as { on(event: string, fn: () => void): void }).on('connect', () =>
+          this.listenToRmqChannelErrors(),
+        );
+      this.listenToRmqChannelErrors();
+    }
   }
 
   /** OpenTelemetry's `messaging.system` of the transport (undefined for `plain` ones). */
@@ -180,20 +189,16 @@ export class ClientProxyPublisher implements OutboxPublisher {
 
   /**
    * RabbitMQ: Nest's ClientRMQ creates its amqp-connection-manager channel with no `error`
-   * listener. When the channel's setup fails on a reconnect (its connection drops again while the
-   * queue is asserted: "Channel ended, no reply will be forthcoming"), the channel emits `error`
-   * and, with nobody listening, Node ends the whole process. Seen in this project's fault suite:
-   * a RabbitMQ connection lost during a database outage killed the app. Once the channel exists,
-   * the publisher listens (once per channel): the failure is logged, the channel sets itself up
-   * again on the next connect, and the relay retries what was not confirmed.
+   * listener, and a channel whose setup fails on a reconnect (its connection drops again while the
+   * queue is declared) emits `error`, which would end the process (see
+   * internal/rmq-connection-loss.ts). The publisher listens, once per channel, from the client's
+   * first connect (and after each batch, for a channel the client made anew): the failure is
+   * logged, the channel sets itself up again on the next connect, and the relay retries what was
+   * not confirmed.
    */
   private listenToRmqChannelErrors(): void {
-    const channel = (this.client as unknown as { channel?: unknown }).channel as
-      { on?: (event: string, fn: (e: unknown) => void) => unknown } | undefined;
-    if (!channel || typeof channel.on !== 'function' || guardedChannels.has(channel)) return;
-    guardedChannels.add(channel);
-    channel.on('error', (e: unknown) =>
-      rmqLogger.warn(`RabbitMQ channel error (it is set up again on reconnect): ${String(e)}`),
+    listenToChannelErrors((this.client as unknown as { channel?: unknown }).channel, (e) =>
+      rmqLogger.warn(RMQ_CLIENT_CHANNEL_ERROR(e)),
     );
   }
 

@@ -1,0 +1,111 @@
+/**
+ * Two failures of a RabbitMQ connection lost at the wrong moment that Nest's RMQ transport (11.x
+ * and 12.x, over amqp-connection-manager 4) leaves with nobody to take them, so that Node ends the
+ * whole process:
+ * - amqp-connection-manager's ChannelWrapper emits `error` when its setup fails on a (re)connect,
+ *   e.g. "Channel ended, no reply will be forthcoming" when the connection drops while the setup
+ *   declares its queue. Neither ServerRMQ nor ClientRMQ listens, and an `error` event with no
+ *   listener throws.
+ * - ServerRMQ#setupChannel starts its consumer with `channel.consume()` and does not wait for it:
+ *   when the connection drops before the broker's consume-ok, that promise rejects unhandled.
+ * Both were seen in this project's fault suite (a RabbitMQ connection lost during a database
+ * outage ended a sample-app process). In both cases the channel is set up again, consumer
+ * included, on the next connect; the functions here only make sure the failure is logged.
+ * @internal
+ */
+
+/** What a ChannelWrapper (or any emitter) offers for listening. */
+interface Emitter {
+  on(event: string, listener: (...args: unknown[]) => void): unknown;
+}
+
+/** The part of an amqplib channel read here. */
+interface AmqpChannel {
+  consume(queue: string, ...rest: unknown[]): unknown;
+}
+
+/** Nest's ServerRMQ (11.x and 12.x) as far as these functions read it. */
+export interface RmqServerLike {
+  noAck: boolean;
+  /** amqp-connection-manager's ChannelWrapper, once the first connection is up. */
+  channel?: unknown;
+  /** Runs on every connect with the new amqplib channel: declares the queue, starts the consumer. */
+  setupChannel(channel: unknown, ...rest: unknown[]): unknown;
+  /** Listens to the connection manager's events (queued until the server starts). */
+  on(event: string, listener: (...args: unknown[]) => void): unknown;
+}
+
+const isEmitter = (x: unknown): x is Emitter =>
+  !!x && typeof x === 'object' && typeof (x as Emitter).on === 'function';
+
+/** Whether `target` is a ServerRMQ (duck-typed: @nestjs/microservices is an optional peer). */
+export const isRmqServer = (target: unknown): target is RmqServerLike =>
+  !!target &&
+  typeof target === 'object' &&
+  typeof (target as RmqServerLike).noAck === 'boolean' &&
+  typeof (target as RmqServerLike).setupChannel === 'function' &&
+  typeof (target as RmqServerLike).on === 'function';
+
+const listenedChannels = new WeakSet<object>();
+const settledChannels = new WeakSet<object>();
+const watchedServers = new WeakSet<object>();
+
+/**
+ * Listens (once per channel) to a ChannelWrapper's `error` events. Returns whether a listener was
+ * added now.
+ */
+export function listenToChannelErrors(
+  channel: unknown,
+  onError: (error: unknown) => void,
+): boolean {
+  if (!isEmitter(channel) || listenedChannels.has(channel)) return false;
+  listenedChannels.add(channel);
+  channel.on('error', (error: unknown) => onError(error));
+  return true;
+}
+
+/**
+ * Gives every `consume()` promise of one amqplib channel a rejection handler. The promise itself is
+ * returned unchanged, so a caller that awaits it still sees the rejection.
+ */
+export function settleConsumeReplies(
+  channel: unknown,
+  onError: (queue: string, error: unknown) => void,
+): void {
+  if (!channel || typeof channel !== 'object' || settledChannels.has(channel)) return;
+  const c = channel as AmqpChannel;
+  const consume = c.consume;
+  if (typeof consume !== 'function') return;
+  settledChannels.add(channel);
+  c.consume = function (this: unknown, queue: string, ...rest: unknown[]) {
+    const reply = consume.call(this, queue, ...rest);
+    if (reply && typeof (reply as Promise<unknown>).catch === 'function')
+      (reply as Promise<unknown>).catch((error: unknown) => onError(queue, error));
+    return reply;
+  };
+}
+
+/**
+ * Watches a ServerRMQ (once per server, from before it starts or later): its ChannelWrapper's
+ * `error` events are listened to from the first connect on, and the consumer it starts on each
+ * connect has its reply handled.
+ */
+export function watchRmqServer(
+  server: RmqServerLike,
+  onChannelError: (error: unknown) => void,
+  onConsumeError: (queue: string, error: unknown) => void,
+): void {
+  if (watchedServers.has(server)) return;
+  watchedServers.add(server);
+  const setupChannel = server.setupChannel;
+  // An own property: the amqp-connection-manager setup Nest registered calls
+  // `this.setupChannel(channel, …)` on every connect, so it finds this one.
+  server.setupChannel = function (this: unknown, channel: unknown, ...rest: unknown[]) {
+    settleConsumeReplies(channel, onConsumeError);
+    return setupChannel.call(this, channel, ...rest);
+  };
+  // ServerRMQ creates its ChannelWrapper in its own first `connect` listener, which runs before
+  // this one; the wrapper can fail no earlier than its first reply from the broker.
+  server.on('connect', () => listenToChannelErrors(server.channel, onChannelError));
+  listenToChannelErrors(server.channel, onChannelError);
+}

@@ -1,0 +1,91 @@
+import { ServerRMQ } from '@nestjs/microservices';
+import { EventEmitter } from 'node:events';
+import {
+  isRmqServer,
+  settleConsumeReplies,
+  watchRmqServer,
+} from '../../lib/internal/rmq-connection-loss';
+
+/**
+ * The handlers that keep a RabbitMQ connection lost during a channel's set-up from ending the
+ * process (pure logic, on Nest's real ServerRMQ class with a fake connection and channel; the
+ * real broker and a real process are in test/e2e/rmq-connection-loss.spec.ts).
+ */
+const channelEnded = () => new Error('Channel ended, no reply will be forthcoming');
+
+/** An amqplib channel as ServerRMQ#setupChannel uses it, whose consume-ok never comes. */
+function lostChannel() {
+  return {
+    assertQueue: async (queue: string) => ({ queue }),
+    prefetch: async () => undefined,
+    consume: (_queue: string) => Promise.reject(channelEnded()),
+  };
+}
+
+describe('settleConsumeReplies', () => {
+  it('hands a rejected consume() to the handler and still rejects to whoever awaits it', async () => {
+    const channel = lostChannel();
+    const seen: string[] = [];
+    settleConsumeReplies(channel, (queue, e) => seen.push(`${queue}: ${(e as Error).message}`));
+    settleConsumeReplies(channel, () => seen.push('twice'));
+    await expect(channel.consume('payments')).rejects.toThrow('Channel ended');
+    expect(seen).toEqual(['payments: Channel ended, no reply will be forthcoming']);
+  });
+});
+
+describe('watchRmqServer on a ServerRMQ', () => {
+  const server = () => new ServerRMQ({ urls: ['amqp://127.0.0.1:1'], queue: 'payments' });
+
+  it('is told from other servers', () => {
+    expect(isRmqServer(server())).toBe(true);
+    expect(isRmqServer({ noAck: true })).toBe(false);
+    expect(isRmqServer(undefined)).toBe(false);
+  });
+
+  it("settles the consume() ServerRMQ's own set-up does not await, on every connect's channel", async () => {
+    const s = server();
+    const consumeErrors: string[] = [];
+    watchRmqServer(
+      s,
+      () => undefined,
+      (queue) => consumeErrors.push(queue),
+    );
+    watchRmqServer(
+      s,
+      () => undefined,
+      () => consumeErrors.push('watched twice'),
+    );
+    for (let connect = 0; connect < 2; connect++) {
+      const ready = jest.fn();
+      await (
+        s as unknown as { setupChannel(c: unknown, cb: () => void): Promise<void> }
+      ).setupChannel(lostChannel(), ready);
+      expect(ready).toHaveBeenCalled();
+    }
+    await new Promise((r) => setImmediate(r));
+    expect(consumeErrors).toEqual(['payments', 'payments']);
+  });
+
+  it("listens to the server's channel for 'error' from its connect on, once per channel", () => {
+    const s = server();
+    // What ServerRMQ holds once started: amqp-connection-manager's connection, whose first
+    // `connect` creates the channel (in ServerRMQ's own listener, which runs first).
+    const manager = new EventEmitter();
+    const internals = s as unknown as { server: EventEmitter; channel?: EventEmitter };
+    internals.server = manager;
+    const channel = new EventEmitter();
+    manager.on('connect', () => (internals.channel ??= channel));
+    const errors: unknown[] = [];
+    watchRmqServer(
+      s,
+      (e) => errors.push(e),
+      () => undefined,
+    );
+    expect(() => channel.emit('error', channelEnded())).toThrow('Channel ended');
+    manager.emit('connect');
+    manager.emit('connect');
+    expect(channel.listenerCount('error')).toBe(1);
+    expect(() => channel.emit('error', channelEnded())).not.toThrow();
+    expect(errors).toHaveLength(1);
+  });
+});
