@@ -19,6 +19,7 @@ import { outboxBackoffMs } from './outbox-backoff';
 import { OUTBOX_HEADERS, OUTBOX_LIMITS } from './outbox.constants';
 import { NO_PUBLISHER, UNREADABLE_PAYLOAD } from './outbox.messages';
 import { publishWithin } from './outbox-publish';
+import { markSentWithRetries, settleWithRetries } from './outbox-settle';
 import type { OutboxMessage } from './outbox-message.interface';
 import { OutboxPublisher } from './outbox-publisher.interface';
 import { OutboxWakeSignal } from './outbox-wake.signal';
@@ -153,9 +154,10 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     result.claimed = rows.length;
     if (!rows.length) return result;
     if (this.state === 'stopping') {
-      result.released = await this.store.release(
-        rows.map((r) => r.seq),
-        owner,
+      const seqs = rows.map((r) => r.seq);
+      result.released = await settleWithRetries(
+        () => this.store.release(seqs, owner),
+        this.settleRetried(owner, 'release'),
       );
       return result;
     }
@@ -173,9 +175,11 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
         failed: rows.length - sent.length,
       });
     if (sent.length) {
-      const marked = await this.store.markSent(
-        sent.map((r) => r.seq),
+      const marked = await markSentWithRetries(
+        this.store,
+        sent,
         owner,
+        this.settleRetried(owner, 'mark-sent'),
       );
       if (marked < sent.length) {
         // Our lease lapsed and another relay took some rows over: it publishes them again.
@@ -198,7 +202,10 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
         const dead = attempt >= o.maxAttempts;
         const retryInMs = dead ? 0 : outboxBackoffMs(attempt, o.backoffBaseMs, o.backoffMaxMs);
         const text = (error.message || String(error)).slice(0, OUTBOX_LIMITS.errorLength);
-        await this.store.markFailed({ seq: row.seq, owner, error: text, retryInMs, dead });
+        await settleWithRetries(
+          () => this.store.markFailed({ seq: row.seq, owner, error: text, retryInMs, dead }),
+          this.settleRetried(owner, 'mark-failed'),
+        );
         result.failed++;
         this.counters.failed++;
         this.metrics.outboxFailed.add(1);
@@ -292,6 +299,12 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     const results = await publishWithin(publisher, messages, timeoutMs);
     results.forEach((outcome, k) => (outcomes[index[k]] = outcome));
     return { outcomes, messages: byRow, traces };
+  }
+
+  /** Logs a statement of the batch's outcome that is run again (outbox-settle.ts). */
+  private settleRetried(owner: string, statement: string) {
+    return (error: unknown, attempt: number) =>
+      this.log('warn', 'settle-retried', { owner, statement, attempt, error: String(error) });
   }
 
   /** One structured log event: message ids and types, never payloads. */

@@ -29,7 +29,8 @@ function spawnRelay(env: Record<string, string>): RelayProcess {
       join(FIXTURES, 'relay-process.ts'),
     ],
     {
-      env: { ...process.env, RABBITMQ_URL: RABBIT_URL, ...env },
+      // Warnings and errors (a failed publish, a mark tried again, a lost lease) explain a repeat.
+      env: { ...process.env, RABBITMQ_URL: RABBIT_URL, OUTBOX_TEST_LOG: 'warn', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
@@ -97,6 +98,26 @@ describe.each(kinds)(
 
     const pendingCount = async () => (await writer.admin.counts()).pending;
 
+    /** What a failure needs to be read: each repeated message's row and what the relays logged. */
+    const reportRepeats = async (repeated: OutboxEvent[], relays: RelayProcess[]) => {
+      const rows = await Promise.all(repeated.slice(0, 5).map((e) => writer.admin.get(e.id!)));
+      const logged = relays
+        .map(
+          (r, n) =>
+            `relay ${n}:\n${r
+              .output()
+              .split('\n')
+              .filter((l) => !/READY/.test(l))
+              .slice(-40)
+              .join('\n')}`,
+        )
+        .join('\n');
+      process.stdout.write(
+        `[outbox-relays] ${kind}: ${repeated.length} messages arrived more than once; first rows:\n` +
+          `${JSON.stringify(rows, null, 1)}\n${logged}\n`,
+      );
+    };
+
     it(
       '3 relays publish 10,000 messages: none missing, none published twice',
       async () => {
@@ -128,6 +149,8 @@ describe.each(kinds)(
           );
           await new Promise((r) => setTimeout(r, 500));
           const counts = collector.counts();
+          const repeated = events.filter((e) => (counts.get(e.id) ?? 0) > 1);
+          if (repeated.length) await reportRepeats(repeated, relays);
           expect(counts.size).toBe(events.length);
           expect(events.every((e) => counts.get(e.id) === 1)).toBe(true);
           expect(collector.messages.length).toBe(events.length);

@@ -454,4 +454,68 @@ describe.each(databaseKinds())('transactional outbox and relay on %s', (kind) =>
       }
     });
   });
+  // A lock time-out is what PostgreSQL lets a test cause on the relay's own connections (the
+  // database's lock_timeout); a deadlock victim or a lost connection takes the same path.
+  if (kind === 'postgres')
+    describe('a batch whose mark fails for now after it was published', () => {
+      it('marks it again a moment later: sent once, under its lease, nothing published twice', async () => {
+        const LOCK_TIMEOUT_MS = 300;
+        const ds = await openDataSource(db.url);
+        const name = new URL(db.url).pathname.slice(1);
+        // Every connection the relay opens from now on gives up a lock wait after 300 ms.
+        await ds.query(`ALTER DATABASE ${name} SET lock_timeout = '${LOCK_TIMEOUT_MS}ms'`);
+        const holder = ds.createQueryRunner();
+        const ids = [randomUUID(), randomUUID(), randomUUID()];
+        let held = false;
+        // While the batch is published, another transaction takes a row lock on its last message.
+        const publisher = new RecordingPublisher(async (m) => {
+          if (m.id !== ids[2]) return;
+          await holder.connect();
+          await holder.startTransaction();
+          await holder.query(`UPDATE outbox_messages SET attempts = attempts WHERE id = $1`, [
+            m.id,
+          ]);
+          held = true;
+        });
+        const f = await startOutboxFixture({
+          dbUrl: db.url,
+          outbox: { publisher, relayEnabled: false, batchSize: 10 },
+        });
+        try {
+          await f.txHost.withTransaction(() =>
+            f.outbox.add(ids.map((id, i) => ({ id, type: 'test.mark-retried', payload: { i } }))),
+          );
+          const pass = f.relay.runOnce(publisher);
+          // The mark waits for that lock; it is held past the relay's lock time-out, so the first
+          // attempt fails (55P03, "canceling statement due to lock timeout"), then released.
+          await eventually('the mark waits for the held row', async () => {
+            if (!held) return false;
+            const [{ n }] = await ds.query(
+              `SELECT count(*)::int AS n FROM pg_stat_activity
+                WHERE datname = current_database() AND wait_event_type = 'Lock'
+                  AND query LIKE 'UPDATE % SET attempts = attempts + 1, status = ''sent''%'`,
+            );
+            return n > 0;
+          });
+          await sleep(LOCK_TIMEOUT_MS + 200);
+          await holder.rollbackTransaction();
+          const result = await pass;
+          expect(result).toMatchObject({ claimed: 3, published: 3, failed: 0 });
+          const rows = await Promise.all(ids.map((id) => f.admin.get(id)));
+          for (const row of rows) {
+            expect(row).toMatchObject({ status: 'sent', attempts: 1 });
+            expect(String(row!.leaseOwner).startsWith(`${f.relay.relayId}#`)).toBe(true);
+          }
+          // Nothing left for another relay to publish again: no pass claims anything.
+          expect((await f.relay.runOnce(publisher)).claimed).toBe(0);
+          expect([...publisher.publishedIds()].sort()).toEqual([...ids].sort());
+        } finally {
+          if (holder.isTransactionActive) await holder.rollbackTransaction();
+          await holder.release();
+          await f.close();
+          await ds.query(`ALTER DATABASE ${name} RESET lock_timeout`);
+          await ds.destroy();
+        }
+      });
+    });
 });
