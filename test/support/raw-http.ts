@@ -10,6 +10,10 @@ export interface RawResponse {
   body: Buffer;
 }
 
+/** Bodies larger than this are sent after a pause that lets the server answer from the head. */
+const EARLY_ANSWER_BODY_BYTES = 256 * 1024;
+const EARLY_ANSWER_WAIT_MS = 1_000;
+
 /**
  * Sends one HTTP/1.1 request as raw bytes over a TCP socket (loopback), so tests can send what a
  * well-behaved client library refuses to: invalid header bytes, repeated headers, invalid UTF-8.
@@ -24,12 +28,16 @@ export function rawRequest(
     const socket = connect(Number(u.port), u.hostname);
     const chunks: Buffer[] = [];
     socket.setTimeout(30_000, () => socket.destroy(new Error('raw request timed out')));
+    // A server may answer before it has read the whole body (413 on a declared Content-Length
+    // over its limit) and close the connection; the rest of the body then fails to send (EPIPE,
+    // ECONNRESET). That is an answer, not a failure: the error counts only when no response came.
+    let failure: Error | undefined;
     socket.on('data', (d) => chunks.push(d));
-    socket.on('error', reject);
+    socket.on('error', (e) => (failure = e));
     socket.on('close', () => {
       const all = Buffer.concat(chunks);
       const sep = all.indexOf('\r\n\r\n');
-      if (sep < 0) return reject(new Error(`no HTTP response (${all.length} bytes)`));
+      if (sep < 0) return reject(failure ?? new Error(`no HTTP response (${all.length} bytes)`));
       const lines = all.subarray(0, sep).toString('latin1').split('\r\n');
       const status = Number(lines[0].split(' ')[1]);
       const headers: Record<string, string> = {};
@@ -43,7 +51,19 @@ export function rawRequest(
       if (headers['transfer-encoding'] === 'chunked') rest = dechunk(rest);
       resolve({ status, headers, headerNames, body: rest });
     });
-    socket.write(Buffer.concat([Buffer.isBuffer(head) ? head : Buffer.from(head, 'latin1'), body]));
+    const headBytes = Buffer.isBuffer(head) ? head : Buffer.from(head, 'latin1');
+    if (body.length <= EARLY_ANSWER_BODY_BYTES) {
+      socket.write(Buffer.concat([headBytes, body]));
+      return;
+    }
+    // A large body goes after a pause for an early answer, as curl does: a server that refuses
+    // the declared length answers from the head alone (413) and closes. Had the body been on
+    // the wire, that close would find it unread and reset the connection, and the reset can
+    // overtake the answer (Node's HTTP server closes without draining: no lingering close).
+    socket.write(headBytes);
+    const timer = setTimeout(() => socket.write(body), EARLY_ANSWER_WAIT_MS);
+    socket.once('data', () => clearTimeout(timer));
+    socket.once('close', () => clearTimeout(timer));
   });
 }
 
