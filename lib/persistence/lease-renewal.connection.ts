@@ -14,8 +14,9 @@ import { executorFor, type SqlExecutor } from './sql-executor';
  * handlers, 1.5 s leases: the retries got 201). Renewals therefore use a DataSource of their own
  * with the app's connection options and a pool of one connection: one more connection per
  * process, opened at the first leased request (not at boot: an app without leased endpoints
- * never opens it), closed at shutdown. The renewal statements are short autocommit updates of
- * one row; a process with many leased requests in flight sends them one after the other on it.
+ * never opens it), kept open while idle (see renewalOptions), closed at shutdown. The renewal
+ * statements are short autocommit updates of one row; a process with many leased requests in
+ * flight sends them one after the other on it.
  * @internal
  */
 export class LeaseRenewalConnection {
@@ -73,7 +74,7 @@ export class LeaseRenewalConnection {
 /**
  * The app's connection options (host, credentials, TLS, driver settings), with nothing of its
  * schema (no entities, subscribers or migrations: renewals are raw statements), no logging, and
- * a pool of one.
+ * a pool of one connection that is never closed for being idle.
  * Each driver reads its pool size from its own place, `extra` overriding `poolSize`.
  */
 export function renewalOptions(options: DataSourceOptions): DataSourceOptions {
@@ -93,16 +94,28 @@ export function renewalOptions(options: DataSourceOptions): DataSourceOptions {
     cache: false,
     poolSize: 1,
   };
+  // The one connection stays open once opened, whatever the app's idle settings: a pool that
+  // closes it while no renewal needs it would make the next renewal connect first, and a
+  // connection refused then (the server at its connection limit) or slow to open (a loaded
+  // server) is a renewal missed or late.
   switch (options.type) {
     case 'postgres':
-      out.extra = { ...o.extra, max: 1 };
+      // node-postgres closes an idle client after idleTimeoutMillis (10 s by default); 0: never.
+      out.extra = { ...o.extra, max: 1, idleTimeoutMillis: 0 };
       break;
     case 'mysql':
     case 'mariadb':
-      out.extra = { ...o.extra, connectionLimit: 1 };
+      // mysql2 keeps up to maxIdle idle connections (by default as many as the limit); an app's
+      // maxIdle of 0 would close this one.
+      out.extra = {
+        ...o.extra,
+        connectionLimit: 1,
+        ...(o.extra?.maxIdle !== undefined ? { maxIdle: 1 } : {}),
+      };
       break;
     case 'mssql':
-      out.pool = { ...o.pool, max: 1, min: 0 };
+      // tarn closes idle connections above `min`.
+      out.pool = { ...o.pool, max: 1, min: 1 };
       break;
   }
   return out as DataSourceOptions;

@@ -14,7 +14,7 @@ import {
 } from '../support/databases';
 
 describe('renewalOptions', () => {
-  it('keeps the connection settings, drops the schema, and sizes each driver pool to one', () => {
+  it('keeps the connection settings, drops the schema, and sizes each driver pool to one connection never closed for being idle', () => {
     const pg = renewalOptions({
       type: 'postgres',
       url: 'postgres://u@h/db',
@@ -33,11 +33,22 @@ describe('renewalOptions', () => {
       migrationsRun: false,
       synchronize: false,
       poolSize: 1,
-      extra: { max: 1, ssl: { rejectUnauthorized: false } },
+      extra: { max: 1, idleTimeoutMillis: 0, ssl: { rejectUnauthorized: false } },
     });
+    expect(
+      (renewalOptions({ type: 'postgres', extra: { idleTimeoutMillis: 200 } }) as any).extra,
+    ).toEqual({ max: 1, idleTimeoutMillis: 0 });
     expect(
       (renewalOptions({ type: 'mariadb', extra: { connectionLimit: 10 } }) as any).extra,
     ).toEqual({ connectionLimit: 1 });
+    expect(
+      (
+        renewalOptions({
+          type: 'mysql',
+          extra: { connectionLimit: 10, maxIdle: 0, idleTimeout: 200 },
+        }) as any
+      ).extra,
+    ).toEqual({ connectionLimit: 1, maxIdle: 1, idleTimeout: 200 });
     expect(
       (
         renewalOptions({
@@ -45,7 +56,7 @@ describe('renewalOptions', () => {
           pool: { max: 10, min: 2, idleTimeoutMillis: 5 },
         } as any) as any
       ).pool,
-    ).toEqual({ max: 1, min: 0, idleTimeoutMillis: 5 });
+    ).toEqual({ max: 1, min: 1, idleTimeoutMillis: 5 });
   });
 });
 
@@ -88,6 +99,38 @@ describe.each(databaseKinds().filter((k) => k !== 'sqlite'))(
       } finally {
         await holder.rollbackTransaction();
         await holder.release();
+        await small.destroy();
+      }
+    }, 60_000);
+
+    it('keeps its one connection open while idle, whatever idle time-out the app sets for its own pool', async () => {
+      // The app's pool closes idle connections after 200 ms (and keeps none).
+      const options = databaseOptionsFromUrl(withPool(db.url, 2)) as any;
+      if (kind === 'postgres') options.extra = { ...options.extra, idleTimeoutMillis: 200 };
+      else if (kind === 'mariadb')
+        options.extra = { ...options.extra, idleTimeout: 200, maxIdle: 0 };
+      else options.pool = { ...options.pool, min: 0, idleTimeoutMillis: 200 };
+      const small = new DataSource(options);
+      await small.initialize();
+      const renewals = new LeaseRenewalConnection(
+        () => small,
+        () => undefined,
+      );
+      const sessionSql =
+        kind === 'postgres'
+          ? 'SELECT pg_backend_pid() AS id'
+          : kind === 'mariadb'
+            ? 'SELECT CONNECTION_ID() AS id'
+            : 'SELECT @@SPID AS id';
+      try {
+        const session = async () =>
+          String((await (await renewals.executor())(sessionSql)).rows[0].id);
+        const before = await session();
+        // Idle for several of the app's idle time-outs (tarn reaps once a second).
+        await new Promise((r) => setTimeout(r, 2500));
+        expect(await session()).toBe(before);
+      } finally {
+        await renewals.close();
         await small.destroy();
       }
     }, 60_000);
