@@ -11,6 +11,11 @@
  * Both were seen in this project's fault suite (a RabbitMQ connection lost during a database
  * outage ended a sample-app process). In both cases the channel is set up again, consumer
  * included, on the next connect; the functions here only make sure the failure is logged.
+ *
+ * ClientRMQ adds a third: on its first connect it creates two ChannelWrappers (its `connect`
+ * listener and its connection stream each call `createChannel()`) and keeps only the second in
+ * `channel`. The first is still set up on every reconnect, so it must be listened to as well:
+ * `listenToEveryChannel` listens to every wrapper one connection holds or creates.
  * @internal
  */
 
@@ -62,6 +67,68 @@ export function listenToChannelErrors(
   listenedChannels.add(channel);
   channel.on('error', (error: unknown) => onError(error));
   return true;
+}
+
+/** amqp-connection-manager's connection, as far as `listenToEveryChannel` reads it. */
+interface ChannelManager {
+  createChannel(...args: unknown[]): unknown;
+  /** The wrappers it holds (a private field of amqp-connection-manager 4; read when present). */
+  _channels?: unknown;
+}
+
+const watchedManagers = new WeakSet<object>();
+
+/**
+ * Listens to the `error` events of every ChannelWrapper of one amqp-connection-manager connection:
+ * those it holds now and those created on it from now on (once per connection and per wrapper).
+ */
+export function listenToEveryChannel(manager: unknown, onError: (error: unknown) => void): void {
+  if (!manager || typeof manager !== 'object' || watchedManagers.has(manager)) return;
+  const m = manager as ChannelManager;
+  const createChannel = m.createChannel;
+  if (typeof createChannel !== 'function') return;
+  watchedManagers.add(manager);
+  m.createChannel = function (this: unknown, ...args: unknown[]) {
+    const channel = createChannel.apply(this, args);
+    listenToChannelErrors(channel, onError);
+    return channel;
+  };
+  if (Array.isArray(m._channels))
+    for (const channel of m._channels) listenToChannelErrors(channel, onError);
+}
+
+/** Nest's ClientRMQ (11.x and 12.x) as far as `watchRmqClient` reads it. */
+interface RmqClientLike {
+  /** amqp-connection-manager's connection, once `connect()` has run. */
+  client?: unknown;
+  /** The ChannelWrapper it publishes on. */
+  channel?: unknown;
+  /** Opens the amqp-connection-manager connection (called by `connect()`). */
+  createClient?: (...args: unknown[]) => unknown;
+}
+
+const watchedClients = new WeakSet<object>();
+
+/**
+ * Watches a ClientRMQ (once per client, before or after it connects): every ChannelWrapper of
+ * every connection it opens has its `error` events listened to from its creation on, and so do
+ * the wrappers of a connection it already has.
+ */
+export function watchRmqClient(client: unknown, onChannelError: (error: unknown) => void): void {
+  if (!client || typeof client !== 'object' || watchedClients.has(client)) return;
+  watchedClients.add(client);
+  const c = client as RmqClientLike;
+  const createClient = c.createClient;
+  if (typeof createClient === 'function') {
+    // An own property: ClientRMQ#connect calls `this.createClient()` for each new connection.
+    c.createClient = function (this: unknown, ...args: unknown[]) {
+      const manager = createClient.apply(this, args);
+      listenToEveryChannel(manager, onChannelError);
+      return manager;
+    };
+  }
+  listenToEveryChannel(c.client, onChannelError);
+  listenToChannelErrors(c.channel, onChannelError);
 }
 
 /**

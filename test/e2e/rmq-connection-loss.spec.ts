@@ -3,7 +3,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as amqp from 'amqplib';
-import { AmqpFaultProxy, BASIC_CONSUME, QUEUE_DECLARE } from '../fixtures/outbox/amqp-fault-proxy';
+import {
+  AmqpFaultProxy,
+  BASIC_CONSUME,
+  CHANNEL_OPEN,
+  QUEUE_DECLARE,
+} from '../fixtures/outbox/amqp-fault-proxy';
 import { RABBIT_URL } from '../fixtures/outbox/rabbit-collector';
 import { eventually } from '../support/eventually';
 import { type AppProcess, spawnSampleApp } from '../support/sample-app';
@@ -17,6 +22,9 @@ import { type AppProcess, spawnSampleApp } from '../support/sample-app';
  * - at basic.consume: ServerRMQ does not await its `consume()`, whose promise then rejected
  *   unhandled;
  * - at queue.declare: the consumer's channel emitted `error` with no listener.
+ * And one more, found by the fresh-clone CI of 2d5cd63 (SQL Server fault suite, the same
+ * signature): Nest's ClientRMQ opens two channels on its first connection and keeps only the
+ * second, so a loss while they open reached a channel nobody listened to.
  * The process must stay up, log what happened, and consume and publish again on its own. The
  * database plays no part, so the case runs once, on SQLite (the sample app's default).
  */
@@ -100,6 +108,20 @@ describe('RabbitMQ connection lost during channel set-up (sample app process)', 
       RECONNECT_WAIT_MS,
     );
   };
+
+  it(
+    'publisher lost while the channels of its first connection open: the process stays up, says so, and publishes',
+    async () => {
+      // The consumer connected at boot; the relay's ClientRMQ connects at its first publish, so
+      // the next connection the proxy sees is the publisher's.
+      proxy.dropNextConnectionsAt(CHANNEL_OPEN);
+      await paymentGoesThrough('first-publish');
+      expect(proxy.dropped).toEqual([CHANNEL_OPEN]);
+      expect(alive()).toBe(true);
+      expect(app.output()).toContain('the publishing channel could not be set up');
+    },
+    4 * RECONNECT_WAIT_MS,
+  );
 
   it(
     'consumer lost at basic.consume: the process stays up, says so, and consumes again',

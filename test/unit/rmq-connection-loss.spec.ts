@@ -1,8 +1,10 @@
-import { ServerRMQ } from '@nestjs/microservices';
+import { ClientRMQ, ServerRMQ } from '@nestjs/microservices';
 import { EventEmitter } from 'node:events';
 import {
   isRmqServer,
+  listenToEveryChannel,
   settleConsumeReplies,
+  watchRmqClient,
   watchRmqServer,
 } from '../../lib/internal/rmq-connection-loss';
 
@@ -87,5 +89,80 @@ describe('watchRmqServer on a ServerRMQ', () => {
     expect(channel.listenerCount('error')).toBe(1);
     expect(() => channel.emit('error', channelEnded())).not.toThrow();
     expect(errors).toHaveLength(1);
+  });
+});
+
+/** amqp-connection-manager's connection as ClientRMQ uses it: its wrappers are plain emitters. */
+class FakeConnection extends EventEmitter {
+  readonly _channels: EventEmitter[] = [];
+  createChannel(): EventEmitter {
+    const channel = new EventEmitter();
+    this._channels.push(channel);
+    return channel;
+  }
+}
+
+describe('listenToEveryChannel', () => {
+  it('listens to the channels a connection holds and to those it creates later, once each', () => {
+    const connection = new FakeConnection();
+    const held = connection.createChannel();
+    const errors: string[] = [];
+    listenToEveryChannel(connection, (e) => errors.push((e as Error).message));
+    listenToEveryChannel(connection, () => errors.push('watched twice'));
+    const later = connection.createChannel();
+    for (const channel of [held, later]) {
+      expect(channel.listenerCount('error')).toBe(1);
+      expect(() => channel.emit('error', channelEnded())).not.toThrow();
+    }
+    expect(errors).toHaveLength(2);
+    expect(() => listenToEveryChannel(undefined, () => undefined)).not.toThrow();
+  });
+});
+
+describe('watchRmqClient on a ClientRMQ', () => {
+  /** A ClientRMQ whose connections are fakes (its own connect logic runs as it is). */
+  const client = (connections: FakeConnection[]) => {
+    const c = new ClientRMQ({ urls: ['amqp://127.0.0.1:1'], queue: 'payments' });
+    (c as unknown as { createClient(): FakeConnection }).createClient = () => {
+      const connection = new FakeConnection();
+      connections.push(connection);
+      return connection;
+    };
+    return c;
+  };
+
+  it("listens to both channels ClientRMQ opens on its first connect, and to a new connection's", async () => {
+    const connections: FakeConnection[] = [];
+    const c = client(connections);
+    const errors: unknown[] = [];
+    watchRmqClient(c, (e) => errors.push(e));
+    watchRmqClient(c, () => errors.push('watched twice'));
+    void c.connect();
+    connections[0].emit('connect');
+    // Nest 11.2 and 12.1: one channel from its `connect` listener, one from its connection stream.
+    const opened = connections[0]._channels;
+    expect(opened.length).toBeGreaterThanOrEqual(1);
+    expect(opened).toContain((c as unknown as { channel: unknown }).channel);
+    for (const channel of opened) {
+      expect(channel.listenerCount('error')).toBe(1);
+      expect(() => channel.emit('error', channelEnded())).not.toThrow();
+    }
+    expect(errors).toHaveLength(opened.length);
+    // A client closed and connected again opens a new connection: watched as well.
+    (c as unknown as { client: unknown; channel: unknown }).client = null;
+    (c as unknown as { channel: unknown }).channel = null;
+    void c.connect();
+    connections[1].emit('connect');
+    expect(connections[1]._channels.length).toBeGreaterThanOrEqual(1);
+    for (const channel of connections[1]._channels) expect(channel.listenerCount('error')).toBe(1);
+  });
+
+  it('listens to the channels of a client that connected before it was watched', async () => {
+    const connections: FakeConnection[] = [];
+    const c = client(connections);
+    void c.connect();
+    connections[0].emit('connect');
+    watchRmqClient(c, () => undefined);
+    for (const channel of connections[0]._channels) expect(channel.listenerCount('error')).toBe(1);
   });
 });

@@ -1,12 +1,17 @@
 import { Logger } from '@nestjs/common';
 import type { ClientProxy } from '@nestjs/microservices';
 import { lastValueFrom } from 'rxjs';
-import { listenToChannelErrors } from '../../internal/rmq-connection-loss';
+import {
+  listenToChannelErrors,
+  listenToEveryChannel,
+  watchRmqClient,
+} from '../../internal/rmq-connection-loss';
 import { MISSING_PACKAGE, RMQ_CLIENT_CHANNEL_ERROR } from '../outbox.messages';
 import type { OutboxMessage } from '../outbox-message.interface';
 import type { OutboxPublisher } from '../outbox-publisher.interface';
 
 const rmqLogger = new Logger('ClientProxyPublisher');
+const onRmqChannelError = (e: unknown) => rmqLogger.warn(RMQ_CLIENT_CHANNEL_ERROR(e));
 
 /** How the message id and headers are carried, per Nest transport. */
 export type ClientProxyTransport = 'rmq' | 'nats' | 'kafka' | 'mqtt' | 'plain';
@@ -86,13 +91,9 @@ export class ClientProxyPublisher implements OutboxPublisher {
     this.transport = options.transport ?? this.detectTransport();
     this.envelope = options.envelope ?? this.transport === 'plain';
     if (this.transport === 'rmq') {
-      // ClientRMQ creates its channel in its own first `connect` listener, before this one runs.
-      // (The base ClientProxy's `on()` throws: another client declared `rmq` is only listened to
-      // after each batch.)
-      if (client instanceof this.ms.ClientRMQ)
-        (client as unknown as { on(event: string, fn: () => void): void }).on('connect', () =>
-          this.listenToRmqChannelErrors(),
-        );
+      // A ClientRMQ is watched from before it connects: every channel of every connection it
+      // opens. Another client declared `rmq` is only listened to after each batch.
+      if (client instanceof this.ms.ClientRMQ) watchRmqClient(client, onRmqChannelError);
       this.listenToRmqChannelErrors();
     }
   }
@@ -188,18 +189,17 @@ export class ClientProxyPublisher implements OutboxPublisher {
   }
 
   /**
-   * RabbitMQ: Nest's ClientRMQ creates its amqp-connection-manager channel with no `error`
-   * listener, and a channel whose setup fails on a reconnect (its connection drops again while the
-   * queue is declared) emits `error`, which would end the process (see
-   * internal/rmq-connection-loss.ts). The publisher listens, once per channel, from the client's
-   * first connect (and after each batch, for a channel the client made anew): the failure is
+   * RabbitMQ: Nest's ClientRMQ creates its amqp-connection-manager channels with no `error`
+   * listener, and a channel whose setup fails (its connection drops while the channel opens or
+   * the queue is declared) emits `error`, which would end the process (see
+   * internal/rmq-connection-loss.ts). The publisher listens, once per channel: the failure is
    * logged, the channel sets itself up again on the next connect, and the relay retries what was
-   * not confirmed.
+   * not confirmed. After each batch, for a client that is not a ClientRMQ.
    */
   private listenToRmqChannelErrors(): void {
-    listenToChannelErrors((this.client as unknown as { channel?: unknown }).channel, (e) =>
-      rmqLogger.warn(RMQ_CLIENT_CHANNEL_ERROR(e)),
-    );
+    const client = this.client as unknown as { client?: unknown; channel?: unknown };
+    listenToEveryChannel(client.client, onRmqChannelError);
+    listenToChannelErrors(client.channel, onRmqChannelError);
   }
 
   /** NATS: resolves once the server has processed everything published so far. */
