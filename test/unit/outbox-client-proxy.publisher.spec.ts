@@ -138,7 +138,7 @@ describe('ClientProxyPublisher on RabbitMQ: a failed channel setup does not end 
       },
     });
     (client as unknown as { createClient(): EventEmitter }).createClient = () => connection;
-    new ClientProxyPublisher(client);
+    new ClientProxyPublisher(client as unknown as ClientProxy);
     void client.connect();
     connection.emit('connect');
     expect(channels.length).toBeGreaterThanOrEqual(1);

@@ -3,6 +3,7 @@ import { EventEmitter } from 'node:events';
 import {
   isRmqServer,
   listenToEveryChannel,
+  type RmqServerLike,
   settleConsumeReplies,
   watchRmqClient,
   watchRmqServer,
@@ -36,7 +37,10 @@ describe('settleConsumeReplies', () => {
 });
 
 describe('watchRmqServer on a ServerRMQ', () => {
-  const server = () => new ServerRMQ({ urls: ['amqp://127.0.0.1:1'], queue: 'payments' });
+  // ServerRMQ's `noAck` is protected: the watcher reads it duck-typed.
+  const server = () =>
+    new ServerRMQ({ urls: ['amqp://127.0.0.1:1'], queue: 'payments' }) as unknown as ServerRMQ &
+      RmqServerLike;
 
   it('is told from other servers', () => {
     expect(isRmqServer(server())).toBe(true);
