@@ -8,8 +8,10 @@
  *
  * VARIANT:
  * - lib: POST /a (no idempotency, autocommit insert), POST /a-tx (the same insert in a nestjs-cls
- *   transaction, no gate), POST /payments (@Idempotent(), transactional mode), POST
- *   /payments-leased (@Idempotent({ mode: 'leased', leaseMs: 5000 }));
+ *   transaction, no gate), POST /payments-diy (the same transaction with a ledger written by hand:
+ *   the key's record inserted before the payment, completed after it), POST /payments
+ *   (@Idempotent(), transactional mode), POST /payments-leased (@Idempotent({ mode: 'leased',
+ *   leaseMs: 5000 }));
  * - ni-redis / ni-memory: POST /payments with @node-idempotency/nestjs (Redis / in-memory storage);
  * - ei-redis: POST /payments behind the express-idempotency middleware with its Redis adapter.
  * Every handler sleeps `x-delay-ms` after its insert (the crash probe kills the process then).
@@ -25,10 +27,11 @@
  * HOST; LIB_DIR (lib-before: where that build is unpacked).
  */
 require('reflect-metadata');
-const { randomUUID } = require('node:crypto');
+const { createHash, randomUUID } = require('node:crypto');
 const { ServerResponse } = require('node:http');
 const {
   Body,
+  ConflictException,
   Controller,
   Get,
   Headers,
@@ -63,6 +66,14 @@ const DB_TYPE = DB_OPTIONS.type;
 const placeholder = (i) =>
   DB_TYPE === 'postgres' ? `$${i + 1}` : DB_TYPE === 'mssql' ? `@${i}` : '?';
 const INSERT_PAYMENT = `INSERT INTO payments (id, customer_id, amount) VALUES (${[0, 1, 2].map(placeholder).join(', ')})`;
+/**
+ * The hand-written ledger of POST /payments-diy (table `diy_ledger`, created by the suite): the
+ * key's record inserted 'started' before the handler's insert (a concurrent duplicate waits on
+ * the primary key until the first commits, then fails), and completed with the answer after it,
+ * both in the handler's transaction.
+ */
+const DIY_CLAIM = `INSERT INTO diy_ledger (scope, idempotency_key, request_hash, state, expires_at) VALUES (${[0, 1, 2].map(placeholder).join(', ')}, 'started', ${placeholder(3)})`;
+const DIY_COMPLETE = `UPDATE diy_ledger SET state = 'completed', response_status = ${placeholder(0)}, response_body = ${placeholder(1)} WHERE scope = ${placeholder(2)} AND idempotency_key = ${placeholder(3)}`;
 /** Connections of the DataSource's pool (SQLite: one connection, no pool). */
 const POOL_SIZE =
   DB_TYPE === 'better-sqlite3' || DB_TYPE === 'sqlite'
@@ -120,6 +131,35 @@ async function insertPayment(txHost, body, delay) {
   await txHost.tx.query(INSERT_PAYMENT, [payment.id, payment.customerId, payment.amount]);
   const ms = Number(delay || 0);
   if (ms > 0) await sleep(ms);
+  return payment;
+}
+
+/**
+ * A ledger written by hand in the handler's own transaction (what a team might write instead of
+ * a library): the key taken by inserting its record, the payment, the record completed with the
+ * answer. A duplicate of a committed or in-flight key gets 409 once the other one has committed
+ * (the primary key's unique violation); it has no replay path, and only first executions are
+ * measured.
+ */
+async function insertPaymentWithLedger(txHost, body, delay, key) {
+  const tx = txHost.tx;
+  const scope = 'POST /payments-diy';
+  const hash = createHash('sha256')
+    .update(JSON.stringify(body ?? {}))
+    .digest();
+  try {
+    const expires = new Date(Date.now() + 24 * 3600 * 1000);
+    // better-sqlite3 binds no Date: SQLite keeps the ISO text.
+    const expiresAt =
+      DB_TYPE === 'better-sqlite3' || DB_TYPE === 'sqlite' ? expires.toISOString() : expires;
+    await tx.query(DIY_CLAIM, [scope, String(key), hash, expiresAt]);
+  } catch (e) {
+    if (/duplicate|unique|primary key/i.test(String(e && e.message)))
+      throw new ConflictException('this idempotency key is taken');
+    throw e;
+  }
+  const payment = await insertPayment(txHost, body, delay);
+  await tx.query(DIY_COMPLETE, [201, JSON.stringify(payment), scope, String(key)]);
   return payment;
 }
 
@@ -209,8 +249,17 @@ function libController() {
     leased(body, delay) {
       return insertPayment(this.txHost, body, delay);
     }
+    diy(body, delay, key) {
+      return insertPaymentWithLedger(this.txHost, body, delay, key);
+    }
   }
   const args = [Body(), Headers('x-delay-ms')];
+  method(
+    LibController,
+    'diy',
+    [Post('payments-diy'), Transactional()],
+    [...args, Headers('idempotency-key')],
+  );
   method(LibController, 'a', [Post('a')], args);
   method(LibController, 'aTx', [Post('a-tx'), Transactional()], args);
   method(LibController, 'guarded', [Post('payments'), Idempotent()], args);
