@@ -16,6 +16,8 @@ interface Entry {
   /** `performance.now()` after which the entry is gone (never after the record's own expiry). */
   until: number;
   bytes: number;
+  /** The cache's insertion count when the entry was last (re)inserted: its age in the LRU order. */
+  seq: number;
 }
 
 /**
@@ -50,7 +52,7 @@ const STORE_WARNING_INTERVAL_MS = 60_000;
  *
  * What it holds is what the ledger stores: with `encryptionKey`, response bodies stay encrypted
  * in memory and are decrypted per replay, as from the database. It is bounded by bytes
- * (least recently used entries go first).
+ * (least recently used entries go first, approximately: see `get`).
  *
  * The optional shared tier (`replayCache.store`, e.g. Redis) is read when memory misses and
  * written once a first execution commits, with a time to live no longer than the record's
@@ -63,6 +65,8 @@ const STORE_WARNING_INTERVAL_MS = 60_000;
 export class ReplayCache {
   private readonly entries = new Map<string, Entry>();
   private bytes = 0;
+  /** Insertions so far (new entries and entries moved to the most recently used end). */
+  private seq = 0;
   private readonly maxBytes: number;
   private readonly maxAgeMs: number;
   private readonly store: ReplayCacheStore | undefined;
@@ -97,18 +101,30 @@ export class ReplayCache {
     return this.bytes;
   }
 
-  /** The key's live entry (marked most recently used), or undefined. */
+  /**
+   * The key's live entry, or undefined. A hit on an entry in the older half of the order (more
+   * insertions since its own than half the entries) moves it to the most recently used end; one
+   * in the newer half stays where it is. So an entry is dropped for room only when it has not
+   * been used since at least half the cache was inserted after it, and a hit does not delete and
+   * re-insert a Map entry every time: in a Map of many entries that churn costs more than the rest
+   * of the lookup (measured: 1.5 µs against 0.2 µs a hit at 40,000 entries, before the garbage it
+   * leaves).
+   */
   get(scope: string, key: string): CachedRecord | undefined {
     if (this.entries.size === 0) return undefined;
     const id = cacheKey(scope, key);
     const e = this.entries.get(id);
     if (!e) return undefined;
-    this.entries.delete(id);
     if (performance.now() >= e.until) {
+      this.entries.delete(id);
       this.bytes -= e.bytes;
       return undefined;
     }
-    this.entries.set(id, e);
+    if (this.seq - e.seq > this.entries.size >>> 1) {
+      this.entries.delete(id);
+      e.seq = ++this.seq;
+      this.entries.set(id, e);
+    }
     return e.record;
   }
 
@@ -129,9 +145,9 @@ export class ReplayCache {
       (record.body?.length ?? 0);
     if (bytes > this.maxBytes) return;
     this.delete(scope, key);
-    this.entries.set(id, { record: compact(record), until, bytes });
+    this.entries.set(id, { record: compact(record), until, bytes, seq: ++this.seq });
     this.bytes += bytes;
-    // Least recently used first: a Map iterates in insertion order, and `get` re-inserts.
+    // Least recently used first: a Map iterates in insertion order, and `get` moves old hits.
     for (const [oldest, e] of this.entries) {
       if (this.bytes <= this.maxBytes) break;
       this.entries.delete(oldest);

@@ -15,6 +15,13 @@ const record = (bodyBytes: number, hash = 1): CachedRecord => ({
 const cache = (maxBytes: number, maxAgeMs = 60_000) =>
   new ReplayCache({ replayCache: { maxBytes, maxAgeMs, storeTimeoutMs: 100 } });
 
+/** A budget that `entries` entries of a 700-byte answer (keys of up to 3 characters) fit, one more does not. */
+const budgetFor = (entries: number): number => {
+  const one = cache(1 << 20);
+  one.set('s', 'key', record(700), 60_000, performance.now());
+  return Math.floor((entries + 0.5) * one.size);
+};
+
 describe('ReplayCache (bounded by bytes and by time)', () => {
   it('keeps an entry until the shorter of its record lifetime and maxAgeMs', () => {
     const c = cache(1 << 20, 1000);
@@ -32,9 +39,7 @@ describe('ReplayCache (bounded by bytes and by time)', () => {
   });
 
   it('stays within maxBytes, dropping the least recently used entries first', () => {
-    const one = cache(1 << 20);
-    one.set('s', 'a', record(700), 60_000, performance.now());
-    const budget = Math.floor(3.5 * one.size); // three entries fit, four do not
+    const budget = budgetFor(3);
     const c = cache(budget);
     const now = performance.now();
     c.set('s', 'a', record(700), 60_000, now);
@@ -47,6 +52,22 @@ describe('ReplayCache (bounded by bytes and by time)', () => {
     expect(c.get('s', 'a')).toBeDefined();
     expect(c.get('s', 'c')).toBeDefined();
     expect(c.get('s', 'd')).toBeDefined();
+  });
+
+  it('moves a hit to the most recently used end only from the older half of the order', () => {
+    const budget = budgetFor(8);
+    const c = cache(budget);
+    const now = performance.now();
+    for (let i = 0; i < 8; i++) c.set('s', `e${i}`, record(700), 60_000, now);
+    expect(c.get('s', 'e6')).toBeDefined(); // in the newer half: stays where it is
+    expect(c.get('s', 'e1')).toBeDefined(); // in the older half: now the most recently used
+    // Order now: e0 e2 e3 e4 e5 e6 e7 e1. Six more drop the first six: e1 survives, and so does
+    // e7, which was inserted after e6 (the approximation: e6's hit did not move it).
+    for (let i = 8; i < 14; i++) c.set('s', `e${i}`, record(700), 60_000, now);
+    expect(c.size).toBeLessThanOrEqual(budget);
+    for (const k of ['e0', 'e2', 'e3', 'e4', 'e5', 'e6']) expect(c.get('s', k)).toBeUndefined();
+    for (const k of ['e7', 'e1', 'e8', 'e9', 'e10', 'e11', 'e12', 'e13'])
+      expect(c.get('s', k)).toBeDefined();
   });
 
   it("keeps each record's bytes in a buffer of its own, never a view of Node's shared pool", () => {
