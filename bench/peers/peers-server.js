@@ -26,6 +26,30 @@
  * computed by the suite from a DB_URL) or PG_URL (PostgreSQL alone, as before), REDIS_URL, PORT,
  * HOST; LIB_DIR (lib-before: where that build is unpacked).
  */
+
+/*
+ * Nothing outside bench/peers is loaded, as in a user's app that installs only what its
+ * package.json names. Node looks for a package in every parent folder's node_modules, so without
+ * this the repository's own install would lend the app what bench/peers does not have: Nest core
+ * loads @nestjs/microservices when it finds it, and this library @nestjs/swagger, both of the
+ * repository's versions. Such a file is reported as not installed (MODULE_NOT_FOUND).
+ */
+const NodeModule = require('node:module');
+const path = require('node:path');
+const OWN_ROOT = __dirname + path.sep;
+const resolveFilename = NodeModule._resolveFilename;
+NodeModule._resolveFilename = function (request, ...rest) {
+  const file = resolveFilename.call(this, request, ...rest);
+  if (path.isAbsolute(file) && !file.startsWith(OWN_ROOT)) {
+    const e = new Error(
+      `Cannot find module '${request}' (outside bench/peers: not installed here)`,
+    );
+    e.code = 'MODULE_NOT_FOUND';
+    throw e;
+  }
+  return file;
+};
+
 require('reflect-metadata');
 const { createHash, randomUUID } = require('node:crypto');
 const { ServerResponse } = require('node:http');
