@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DataSource } from 'typeorm';
 import { databaseOptionsFromUrl } from '../../sample-app/config/database.config';
@@ -261,7 +261,29 @@ interface Round {
   redisUs: number;
   statements: number;
   redisCommands: number;
+  /** Inter-processor interrupts per request, machine-wide (NaN where /proc/interrupts is not read). */
+  ipis: number;
   failed: number;
+}
+
+/**
+ * Inter-processor interrupts so far, every CPU: function-call (CAL) and rescheduling (RES) ones,
+ * from /proc/interrupts; NaN where it cannot be read. A process waking another that sleeps on an
+ * idle CPU sends one, and on a virtual machine each costs the sender a VM exit: on the 2-core VMs
+ * here that cost lands in the app's system CPU (the wake-up of the load generator by a response),
+ * and it depends on how busy the other CPU is (docs/benchmarks.md, "Wake-ups").
+ */
+function ipiCount(): number {
+  try {
+    let total = 0;
+    for (const line of readFileSync('/proc/interrupts', 'utf8').split('\n')) {
+      const m = /^\s*(CAL|RES):((?:\s+\d+)+)/.exec(line);
+      if (m) for (const n of m[2].trim().split(/\s+/)) total += Number(n);
+    }
+    return total > 0 ? total : NaN;
+  } catch {
+    return NaN;
+  }
 }
 
 const median = (xs: number[]) => {
@@ -579,6 +601,7 @@ async function benchDatabase(
       const redisCpu0 = await redis.cpuMs();
       const redisCmd0 = await redis.commands();
       const app0 = cpuTimeMs([server.pid]);
+      const ipi0 = ipiCount();
       const sample = await runLoad({
         url: server.url,
         path: s.path,
@@ -591,6 +614,7 @@ async function benchDatabase(
       // The requests in flight when the load stopped finish first: their work counts, and so do they.
       const done = await drained(server.url);
       const app1 = cpuTimeMs([server.pid]);
+      const ipi1 = ipiCount();
       const redisCmd1 = await redis.commands();
       const redisCpu1 = await redis.cpuMs();
       let dbMs = 0;
@@ -608,6 +632,7 @@ async function benchDatabase(
         redisUs,
         statements: Object.values(counts).reduce((a, b) => a + b, 0) / n,
         redisCommands: Math.max(0, redisCmd1 - redisCmd0 - 1) / n,
+        ipis: (ipi1 - ipi0) / n,
         failed: sample.failed + sample.errors,
       };
     };
@@ -635,6 +660,7 @@ async function benchDatabase(
       `${Math.round(med(s.id, (r) => r.appUs))} / ${Math.round(med(s.id, (r) => r.dbUs))} / ${Math.round(med(s.id, (r) => r.redisUs))}`,
       med(s.id, (r) => r.statements).toFixed(1),
       med(s.id, (r) => r.redisCommands).toFixed(1),
+      Number.isNaN(med(s.id, (r) => r.ipis)) ? 'n/a' : med(s.id, (r) => r.ipis).toFixed(2),
       results.get(s.id)!.reduce((a, r) => a + r.failed, 0),
     ]);
 
@@ -739,6 +765,7 @@ async function benchDatabase(
       );
     const notes = [
       `${name}: ${version}; the DB share of the CPU is ${dbCpuNote}.`,
+      'IPIs/req: inter-processor interrupts per request, every CPU (/proc/interrupts CAL + RES): each wakes a process sleeping on an idle CPU, and on a virtual machine costs its sender a VM exit, in its system CPU (docs/benchmarks.md, "Wake-ups").',
       ...(kind === 'sqlite'
         ? [
             'SQLite: one database file for every app (one at a time under load), WAL, busy timeout 5 s.',
@@ -761,6 +788,7 @@ async function benchDatabase(
           'app / DB / Redis',
           'DB stmts/req',
           'Redis cmds/req',
+          'IPIs/req',
           'non-201',
         ],
         rows,

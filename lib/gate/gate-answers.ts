@@ -97,10 +97,17 @@ export class GateAnswers {
 
   /** Answers through Nest (the method-scoped exception filter writes it). */
   send(g: GuardedRequest, a: GateAnswer, subscriber: Subscriber<unknown>): void {
+    subscriber.error(this.thrown(g, a));
+  }
+
+  /**
+   * What the gate throws to Nest for an answer (a replay, or a problem), once its event and trace
+   * are told: the method-scoped exception filter writes it.
+   */
+  thrown(g: GuardedRequest, a: GateAnswer): ReplayResponse | ProblemException {
     this.emitFor(g, a);
     this.trace(g, a);
-    if (a.kind === 'replay') subscriber.error(new ReplayResponse(a.snapshot, g.replayHeaders));
-    else subscriber.error(a.error);
+    return a.kind === 'replay' ? new ReplayResponse(a.snapshot, g.replayHeaders) : a.error;
   }
 
   /** Answers in place of what the handler wrote into the capture. */

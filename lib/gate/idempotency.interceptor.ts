@@ -13,7 +13,8 @@ import { resolveEndpointOptions } from '../idempotency-options.resolver';
 import { GateTrace } from '../observability/gate.tracing';
 import { MetricsService } from '../observability/metrics.service';
 import { DatabaseService } from '../persistence/database.service';
-import { IdempotencyLedger } from '../persistence/idempotency-ledger';
+import { IdempotencyLedger, type SettledDecision } from '../persistence/idempotency-ledger';
+import type { ProblemException } from '../problem-details';
 import { toRetryAfterSeconds } from '../persistence/time';
 import { GateAnswers } from './gate-answers';
 import type { GuardedRequest } from './guarded-request';
@@ -27,7 +28,7 @@ import {
   routeTemplate,
 } from '../internal/http-platform';
 import { IDEMPOTENCY_INFO, idempotencyInfo, setRequestInfo } from './idempotency-context';
-import type { ReplayHeaders } from './idempotency-exception.filter';
+import type { ReplayHeaders, ReplayResponse } from './idempotency-exception.filter';
 import { invalidKey, missingKey } from './idempotency.errors';
 import { checkIdempotencyKey, parseIdempotencyKey } from './idempotency-key.parser';
 import { InFlightRegistry } from './in-flight.registry';
@@ -62,7 +63,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
   constructor(
     private readonly reflector: Reflector,
     db: DatabaseService,
-    ledger: IdempotencyLedger,
+    private readonly ledger: IdempotencyLedger,
     metrics: MetricsService,
     @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
   ) {
@@ -106,16 +107,16 @@ export class IdempotencyInterceptor implements NestInterceptor {
       replayHeaders: this.replayHeadersOf(opts),
     };
 
+    // A retry of a request whose answer this process's replay cache holds (the usual retry):
+    // answered here, with no statement and nothing asynchronous (no Observable, no promise).
+    if (!this.registry.has(scope, key)) {
+      const cached = this.ledger.fromCache(guarded.ledger);
+      if (cached) throw this.answerAtOnce(guarded, cached);
+    }
+
     return new Observable((subscriber) => {
       const cls = ClsServiceManager.getClsService();
-      // The gate's span: a child of the request's active span; everything the gate runs is inside it.
-      const traced = GateTrace.start(
-        method,
-        routeTemplate(req, '') || path,
-        opts.mode,
-        () => info.keyHash,
-      );
-      guarded.trace = traced;
+      const traced = this.startTrace(guarded);
       const run = () => {
         if (cls.isActive()) cls.set(IDEMPOTENCY_INFO as any, info);
         otelContext
@@ -131,6 +132,36 @@ export class IdempotencyInterceptor implements NestInterceptor {
       if (cls.isActive()) run();
       else cls.run(run);
     });
+  }
+
+  /**
+   * The gate's span for a guarded request: a child of the request's active span; everything the
+   * gate runs is inside it.
+   */
+  private startTrace(g: GuardedRequest): GateTrace {
+    const traced = GateTrace.start(
+      g.method,
+      routeTemplate(g.req, '') || g.path,
+      g.opts.mode,
+      () => g.info.keyHash,
+    );
+    g.trace = traced;
+    return traced;
+  }
+
+  /** The answer of a decision the replay cache settled (replay or mismatch), traced and told. */
+  private answerAtOnce(
+    g: GuardedRequest,
+    settled: SettledDecision,
+  ): ReplayResponse | ProblemException {
+    const traced = this.startTrace(g);
+    const cls = ClsServiceManager.getClsService();
+    if (cls.isActive()) cls.set(IDEMPOTENCY_INFO as any, g.info);
+    const thrown = otelContext.with(traced.context, () =>
+      this.answers.thrown(g, this.answers.of(g, settled)),
+    );
+    traced.end();
+    return thrown;
   }
 
   /**

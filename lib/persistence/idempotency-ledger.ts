@@ -309,8 +309,11 @@ export class IdempotencyLedger {
     );
   }
 
-  /** A live completed record this process knows answers (replay or mismatch), with no statement. */
-  private fromCache(req: LedgerRequest): SettledDecision | undefined {
+  /**
+   * A live completed record this process's replay cache holds answers (replay or mismatch), with
+   * no statement and nothing asynchronous: the gate asks it first, before any other step.
+   */
+  fromCache(req: LedgerRequest): SettledDecision | undefined {
     const hit = this.cache.get(req.scope, req.key);
     if (!hit) return undefined;
     if (!hit.requestHash.equals(req.requestHash)) return { kind: 'mismatch' };

@@ -116,7 +116,7 @@ describe('requestFingerprint', () => {
     expect(isJsonContentType(undefined)).toBe(false);
   });
 
-  it('keeps the digests that stored records were written with (non-ASCII parts, absent header, raw body)', () => {
+  it('keeps the digests that stored records were written with (non-ASCII parts, absent header, raw body, large body)', () => {
     // Digests of the implementation that wrote earlier records: a change to how parts are hashed
     // would turn every retry of a stored request into a 422.
     expect(
@@ -146,5 +146,26 @@ describe('requestFingerprint', () => {
         excludeBodyPaths: new Set(),
       }).toString('hex'),
     ).toBe('e04d38b5382173557d9dc15543668d580f226738e3bbae021971756d87425ea8');
+    // Raw bytes that are not UTF-8, astral characters (4 UTF-8 bytes), and a body of more than
+    // the 4 KB that Node's small-buffer pool serves: the parts are laid out in one buffer.
+    expect(
+      hex({
+        contentType: 'application/octet-stream',
+        body: undefined,
+        rawBody: Buffer.from([0, 1, 2, 255, 128]),
+      }),
+    ).toBe('201f77fa92e6f44282469d7c4662d622c24fa72049836beb6d1d697b8985765b');
+    expect(
+      hex({
+        route: '/clients/Zoë/paiements',
+        body: { note: 'café ☕ 𝄞', amount: 1 },
+        query: 'b=é&a=1',
+      }),
+    ).toBe('aa2c461ef1c5c85ff563d2e27ae3051fd6414b4881d3be715ead8cd1fd8f5b1e');
+    expect(
+      hex({
+        body: { items: Array.from({ length: 300 }, (_, i) => ({ sku: 'sku-' + i, qty: i })) },
+      }),
+    ).toBe('5266db0bde244d958a026d6b67491ae1f8b7e0057622014512400ec4ea253ef6');
   });
 });
