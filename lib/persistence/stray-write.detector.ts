@@ -103,19 +103,29 @@ function hook(dataSource: DataSource): void {
     const runner = create(mode) as any;
     if (runner[HOOKED]) return runner;
     runner[HOOKED] = true;
+    /** The watch of a handler running now that this runner is not the transaction of, if any. */
+    const strayFor = (): StrayWriteWatch | undefined => {
+      if (!cls.isActive()) return undefined;
+      const watch = cls.get(WATCH as any) as StrayWriteWatch | undefined;
+      return watch && watch.runner !== runner && watch.dataSource === dataSource
+        ? watch
+        : undefined;
+    };
     /** Throws under `error` when a watched handler uses this runner (not its transaction's). */
     const check = (kind: string): void => {
-      if (!cls.isActive()) return;
-      const watch = cls.get(WATCH as any) as StrayWriteWatch | undefined;
-      if (watch && watch.runner !== runner && watch.dataSource === dataSource)
-        watch.detector.seen(watch, kind);
+      const watch = strayFor();
+      if (watch) watch.detector.seen(watch, kind);
     };
     const query = runner.query as (...args: unknown[]) => Promise<unknown>;
     runner.query = function (this: unknown, sql: string, ...rest: unknown[]) {
-      const kind = typeof sql === 'string' ? writeKind(sql) : undefined;
-      if (kind) {
+      // The statement is classified only when it could be a stray write: not for the statements
+      // of a watched handler's own transaction, nor where no handler is watched (every other
+      // query of the app).
+      const watch = strayFor();
+      const kind = watch && typeof sql === 'string' ? writeKind(sql) : undefined;
+      if (watch && kind) {
         try {
-          check(kind);
+          watch.detector.seen(watch, kind);
         } catch (e) {
           return Promise.reject(e);
         }
