@@ -63,8 +63,11 @@ describe.each(serverKinds)('leased mode, default lease, processes on one %s data
     // Past the first renewal (a third of the lease): the lease now runs a full 10 s from it.
     await sleep(DEFAULT_OPTIONS.leaseMs / 3 + 700);
     const whileAlive = await postJson(`${survivor.url}/payments`, key, body(c));
-    expect(whileAlive.status).toBe(409);
-    expect(whileAlive.json().type).toMatch(/in-progress/);
+    // The whole answer in one assertion: a failure shows its problem+json (type, detail).
+    expect({ status: whileAlive.status, problem: whileAlive.json() }).toMatchObject({
+      status: 409,
+      problem: { type: expect.stringMatching(/in-progress/) },
+    });
 
     await victim.kill('SIGKILL');
     const killedAt = Date.now();
