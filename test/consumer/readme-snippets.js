@@ -2,9 +2,9 @@
  * The README's app, as the consumer test builds it: each fenced code block right after a
  * `<!-- consumer:NAME -->` marker. NAME is a file of the user's app (`src/app.module.ts`;
  * `src/database.<kind>.ts` is the `src/database.ts` of that database), `install` (the
- * `npm install` lines) or `migrate` (the build and TypeORM CLI lines). Nothing else goes into the
- * app: the unit test (test/unit/readme-consumer-snippets.spec.ts) checks that every file an app
- * file imports is shown.
+ * `npm install` and `npm pkg set` lines) or `migrate` (the build and TypeORM CLI lines). Nothing
+ * else goes into the app: the unit test (test/unit/readme-consumer-snippets.spec.ts) checks that
+ * every file an app file imports is shown.
  */
 const { readFileSync } = require('node:fs');
 const { join } = require('node:path');
@@ -28,9 +28,15 @@ function commands(markdown, name) {
     .filter((line) => line && !line.startsWith('#'));
 }
 
-/** The `npm install …` lines of the README's `consumer:install` blocks. */
+/**
+ * The npm lines of the README's `consumer:install` blocks, in order: `npm install …`, and
+ * `npm pkg set …` (what the app's package.json must say before an install, e.g. an allowed
+ * install script).
+ */
 function installCommands(markdown) {
-  return commands(markdown, 'install').filter((line) => line.startsWith('npm install '));
+  return commands(markdown, 'install').filter(
+    (line) => line.startsWith('npm install ') || line.startsWith('npm pkg set '),
+  );
 }
 
 const DATABASE_VARIANT = /^src\/database\.(\w+)\.ts$/;

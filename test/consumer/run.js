@@ -17,6 +17,7 @@
 const { execSync, spawn } = require('node:child_process');
 const { randomBytes, randomUUID } = require('node:crypto');
 const {
+  existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -101,6 +102,18 @@ function prepareApp(work) {
     log(`$ ${withTarball}`);
     run(withTarball, app);
   }
+  // The README's `npm pkg set` lines land in the app's package.json, and better-sqlite3's native
+  // build ran (its install script, allowed there).
+  const manifest = JSON.parse(readFileSync(join(app, 'package.json'), 'utf8'));
+  check(
+    manifest.allowScripts?.['better-sqlite3'] === true,
+    "the app's package.json allows better-sqlite3's install script",
+  );
+  check(
+    existsSync(join(app, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node')),
+    "better-sqlite3's native build is in the app",
+  );
+  log("better-sqlite3's install script allowed in package.json, its native build present: ok");
 
   return app;
 }

@@ -46,9 +46,9 @@ describe('README install section: the app the consumer test builds from it', () 
   });
 
   it('installs the library, its peers, a publisher transport and the drivers the test runs on', () => {
-    const packages = (installCommands(markdown) as string[]).flatMap((c) =>
-      c.split(/\s+/).slice(2),
-    );
+    const packages = (installCommands(markdown) as string[])
+      .filter((c) => c.startsWith('npm install '))
+      .flatMap((c) => c.split(/\s+/).slice(2));
     expect(packages).toEqual(
       expect.arrayContaining([
         'nestjs-exactly-once',
@@ -64,5 +64,13 @@ describe('README install section: the app the consumer test builds from it', () 
       ]),
     );
     expect(packages.some((p) => p.startsWith('@nestjs/microservices'))).toBe(true);
+  });
+
+  it("allows better-sqlite3's install script (its native build) in package.json before installing it", () => {
+    const lines: string[] = installCommands(markdown);
+    const allow = lines.indexOf('npm pkg set allowScripts.better-sqlite3=true --json');
+    const install = lines.findIndex((l) => /^npm install .*\bbetter-sqlite3\b/.test(l));
+    expect(allow).toBeGreaterThanOrEqual(0);
+    expect(install).toBeGreaterThan(allow);
   });
 });
