@@ -70,6 +70,33 @@ describe('ReplayCache (bounded by bytes and by time)', () => {
       expect(c.get('s', k)).toBeDefined();
   });
 
+  it('frees a sixteenth of its budget at once when full, the oldest first, never the new entry', () => {
+    // Entries of one size (keys of 3 characters, as in budgetFor): 64 fit; the 65th frees room
+    // down to 15/16 of the budget in one pass, and the next ones are stored without dropping any.
+    const k = (i: number) => `k${String(i).padStart(2, '0')}`;
+    const budget = budgetFor(64);
+    const c = cache(budget);
+    const now = performance.now();
+    c.set('s', k(0), record(700), 60_000, now);
+    const one = c.size;
+    for (let i = 1; i < 64; i++) c.set('s', k(i), record(700), 60_000, now);
+    expect(c.size).toBe(64 * one);
+    c.set('s', k(64), record(700), 60_000, now);
+    const fits = Math.floor((budget * 15) / 16 / one);
+    expect(fits).toBeLessThan(63); // more than one entry went in that pass
+    expect(c.size).toBe(fits * one);
+    const kept = Array.from({ length: 65 }, (_, i) => k(i)).filter((key) => c.get('s', key));
+    expect(kept).toEqual(Array.from({ length: fits }, (_, i) => k(65 - fits + i)));
+    for (let i = 65; i < 65 + 64 - fits; i++) c.set('s', k(i), record(700), 60_000, now);
+    expect(c.size).toBe(64 * one); // nothing dropped since
+    // An answer that fits the budget but not the low-water mark is kept, alone.
+    const small = cache(budgetFor(1));
+    small.set('s', 'old', record(700), 60_000, now);
+    small.set('s', 'new', record(700), 60_000, now);
+    expect(small.get('s', 'old')).toBeUndefined();
+    expect(small.get('s', 'new')).toBeDefined();
+  });
+
   it("keeps each record's bytes in a buffer of its own, never a view of Node's shared pool", () => {
     const c = cache(1 << 20);
     // Buffers under 4 KiB are views of shared 8 KiB pool blocks, as the capture's and the
