@@ -97,16 +97,11 @@ function prepareApp(work) {
 
   const commands = installCommands(readFileSync(README, 'utf8'));
   check(commands.length > 0, 'the README has consumer:install commands');
-  const prebuilds = localPrebuilds(work);
+  offerLocalPrebuild(work);
   for (const command of commands) {
     const withTarball = command.replace(/(^|\s)nestjs-exactly-once(?=\s|$)/, `$1${tgz}`);
     log(`$ ${withTarball}`);
-    const installsSqlite = /^npm (install|i|add)\b.*\bbetter-sqlite3\b/.test(withTarball);
-    run(
-      withTarball,
-      app,
-      prebuilds && installsSqlite ? { npm_config_better_sqlite3_local_prebuilds: prebuilds } : {},
-    );
+    run(withTarball, app);
   }
   // The README's `npm pkg set` lines land in the app's package.json, and better-sqlite3's native
   // build ran (its install script, allowed there).
@@ -130,22 +125,25 @@ function prepareApp(work) {
  * the npm registry only) it compiles SQLite instead: about 2 minutes of one core, the longest step
  * of this test. The repository's own install of better-sqlite3 holds that binary, built for this
  * Node. Packed as prebuild-install names and unpacks a prebuild, it stands in for the download
- * (prebuild-install reads npm_config_better_sqlite3_local_prebuilds; npm warns that it does not
- * know that setting). The app still runs the install script the README allows, which unpacks it,
- * and the check after the install commands still needs the binary in the app; a better-sqlite3
- * of another version than the repository's finds no such file and compiles, as before.
+ * (prebuild-install's `local-prebuilds` setting, in a `.prebuild-installrc` file in the app's
+ * parent folder, where its configuration loader looks from the package's folder upwards; not an
+ * environment variable: npm warns about an `npm_config_` setting it does not know, and Debian's
+ * sh drops a `prebuild-install_…` name). The app's own files are untouched. The app still runs the
+ * install script the README allows, which unpacks it, and the check after the install commands
+ * still needs the binary in the app; a better-sqlite3 of another version than the repository's
+ * finds no such file and compiles, as before.
  */
-function localPrebuilds(work) {
+function offerLocalPrebuild(work) {
   const pkgDir = join(ROOT, 'node_modules', 'better-sqlite3');
   const binary = join(pkgDir, 'build', 'Release', 'better_sqlite3.node');
-  if (!existsSync(binary)) return undefined;
+  if (!existsSync(binary)) return;
   const { version } = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8'));
   const dir = join(work, 'prebuilds');
   mkdirSync(dir, { recursive: true });
   const name = `better-sqlite3-v${version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`;
   run(`tar -czf ${join(dir, name)} -C ${pkgDir} build/Release/better_sqlite3.node`, ROOT);
+  writeFileSync(join(work, '.prebuild-installrc'), `local-prebuilds=${dir}\n`);
   log(`better-sqlite3 ${version}: this repository's build offered to the app as a local prebuild`);
-  return dir;
 }
 
 /** The README's app for one database: its code blocks as src/, then its `consumer:migrate` lines. */
