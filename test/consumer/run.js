@@ -1,32 +1,28 @@
 #!/usr/bin/env node
 /**
  * The consumer test (.ci/consumer-test.sh): the library as a user gets it, in the app the README
- * shows. Packs the staged package (`npm run package`, in a copy of the library's sources, so that
- * the checkout's dist/, which the SQL Server phase runs from meanwhile, is left alone), generates
- * a new app with the Nest CLI from the registry (`nest new`, Nest 11), runs the README's
- * `consumer:install` commands with the tarball in place of `nestjs-exactly-once`, replaces the
- * generated src/ with the README's `consumer:src/…` code blocks (nothing else: no template),
- * then per database (PostgreSQL, SQLite): runs the README's `consumer:migrate` lines (build, the
- * library's migrations, the user's own migration generated with `typeorm migration:generate`,
- * run), starts the app and checks: a replay, a 422 for another payload under the same key, each
- * payment's outbox event published to RabbitMQ and consumed once through the inbox, duplicate
- * deliveries skipped, a clean SIGTERM shutdown, and 0 messages left in the queue once the
- * consumer is gone (every delivery was acknowledged: an unacknowledged one returns to the queue
- * when its channel closes). Ends with `consumer test: PASS (…)` or exits non-zero.
- * CONSUMER_KEEP=1 keeps the generated app; CONSUMER_APP=<its path> reuses it (only the library is
- * installed again), for development.
+ * shows. Packs the staged package (`npm run package`), generates a new app with the Nest CLI from
+ * the registry (`nest new`, Nest 11), runs the README's `consumer:install` commands with the
+ * tarball in place of `nestjs-exactly-once`, replaces the generated src/ with the README's
+ * `consumer:src/…` code blocks (nothing else: no template), then per database (PostgreSQL,
+ * SQLite): runs the README's `consumer:migrate` lines (build, the library's migrations, the
+ * user's own migration generated with `typeorm migration:generate`, run), starts the app and
+ * checks: a replay, a 422 for another payload under the same key, each payment's outbox event
+ * published to RabbitMQ and consumed once through the inbox, duplicate deliveries skipped, a
+ * clean SIGTERM shutdown, and 0 messages left in the queue once the consumer is gone (every
+ * delivery was acknowledged: an unacknowledged one returns to the queue when its channel closes).
+ * Ends with `consumer test: PASS (…)` or exits non-zero. CONSUMER_KEEP=1 keeps the generated
+ * app; CONSUMER_APP=<its path> reuses it (only the library is installed again), for development.
  */
 const { execSync, spawn } = require('node:child_process');
 const { randomBytes, randomUUID } = require('node:crypto');
 const {
-  cpSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
   rmSync,
-  symlinkSync,
   writeFileSync,
 } = require('node:fs');
 const { createServer } = require('node:net');
@@ -73,32 +69,16 @@ function freePort() {
   });
 }
 
-/**
- * `npm run package` (build, then stage) in a copy of what the package is made of (the manifest,
- * the TypeScript configurations, lib/, tools/, docs/, README, LICENSE; the checkout's
- * node_modules linked): the package script empties dist/ first, and in CI the SQL Server phase
- * runs sample-app processes from the checkout's dist/ at the same time. Returns the staged
- * package's folder.
- */
-function stagedPackage(work) {
-  const src = join(work, 'library-src');
-  mkdirSync(src);
-  for (const f of ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'README.md', 'LICENSE'])
-    cpSync(join(ROOT, f), join(src, f));
-  for (const d of ['lib', 'tools', 'docs'])
-    cpSync(join(ROOT, d), join(src, d), { recursive: true });
-  symlinkSync(join(ROOT, 'node_modules'), join(src, 'node_modules'), 'dir');
-  run('npm run package --silent', src);
-  return join(src, 'dist', 'package');
-}
-
 /** The generated app with the tarball and the README's install commands. */
 function prepareApp(work) {
-  log('packing the library (npm run package in a copy of its sources, npm pack ./dist/package)');
-  const staged = stagedPackage(work);
-  const tarball = execSync(`npm pack ${staged} --pack-destination ${work} --silent`, {
-    encoding: 'utf8',
-  })
+  log('packing the library (npm run package, npm pack ./dist/package)');
+  run('npm run package --silent', ROOT);
+  const tarball = execSync(
+    `npm pack ${join(ROOT, 'dist', 'package')} --pack-destination ${work} --silent`,
+    {
+      encoding: 'utf8',
+    },
+  )
     .trim()
     .split('\n')
     .pop();
