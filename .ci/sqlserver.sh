@@ -66,8 +66,11 @@ else
 fi
 
 # Two Jest workers for the main suite (test/support/databases.ts rides out Babelfish's
-# "tuple concurrently updated" on concurrent CREATE DATABASE); the fault suite runs one file at
-# a time by its own configuration (it kills sessions and cuts connections). The fault suite kills
+# "tuple concurrently updated" on concurrent CREATE DATABASE); the fault suite one file at a
+# time, although npm test runs it two at a time: on Babelfish both would wait on the server's
+# CPU (measured 2026-11-29 on a 2-core VM: 323 s one at a time, 289 s two at a time, with the
+# crash points stretched from 144 s to 287 s), and a slower VM would push the storms' cold
+# backends past the driver's time-outs, which is what failed them on 2026-11-27. The fault suite kills
 # 4 processes per crash point (FAULT_TRIALS), each mode on Express and on Fastify once; npm test's
 # run kills 8 per point on PostgreSQL. On Babelfish a crash trial is a new process whose pooled
 # connections are new backends that warm their T-SQL parser first (test/faults/support/

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * The whole suite (`npm test`): unit, integration and e2e, then the fault suite, as two Jest runs
- * (the fault suite runs one file at a time: it kills processes and cuts connections). Ends with
+ * (the fault suite runs two files at a time: jest.faults.config.js). Ends with
  * one "N passed, N failed" line for both, and a non-zero exit when either run failed.
  */
 const { spawnSync } = require('node:child_process');
