@@ -16,6 +16,7 @@ import { DatabaseService } from '../persistence/database.service';
 import { IdempotencyLedger, type SettledDecision } from '../persistence/idempotency-ledger';
 import type { ProblemException } from '../problem-details';
 import { toRetryAfterSeconds } from '../persistence/time';
+import { answerAfterPoll } from './answer-after-poll';
 import { GateAnswers } from './gate-answers';
 import type { GuardedRequest } from './guarded-request';
 import { HandlerExecution } from './handler-execution';
@@ -108,10 +109,11 @@ export class IdempotencyInterceptor implements NestInterceptor {
     };
 
     // A retry of a request whose answer this process's replay cache holds (the usual retry):
-    // answered here, with no statement and nothing asynchronous (no Observable, no promise).
+    // decided here, with no statement, no promise and no mode; written once the event loop has
+    // read the requests that came with it (answer-after-poll.ts says why).
     if (!this.registry.has(scope, key)) {
       const cached = this.ledger.fromCache(guarded.ledger);
-      if (cached) throw this.answerAtOnce(guarded, cached);
+      if (cached) return answerAfterPoll(this.answerAtOnce(guarded, cached));
     }
 
     return new Observable((subscriber) => {

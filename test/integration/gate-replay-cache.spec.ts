@@ -16,7 +16,15 @@ import { baseUrl } from '../support/sample-app';
 import { StatementCounter } from '../support/statement-counter';
 import { startGateFixture } from '../fixtures/gate/gate-fixture.module';
 import { ReplayCacheController } from '../fixtures/gate/replay-cache.controller';
-import { expectReplayOf, paymentCount, postJson, replayed, sleep } from '../fixtures/gate/http';
+import {
+  type Answer,
+  expectReplayOf,
+  paymentCount,
+  postJson,
+  postPipelined,
+  replayed,
+  sleep,
+} from '../fixtures/gate/http';
 
 /**
  * Issue #19: a retry of a completed request is answered from this process' replay cache with NO
@@ -116,6 +124,45 @@ describe.each(databaseKinds())('Replay cache on %s', (kind) => {
       expect(await paymentCount(ds, kind, body.customerId)).toBe(1);
     },
   );
+
+  it('retries that arrive together, pipelined on one connection or on many at once, each get their own answer, in order, with no statement', async () => {
+    const firsts: Array<{
+      key: string;
+      body: { customerId: string; amount: number };
+      answer: Answer;
+    }> = [];
+    for (let i = 0; i < 6; i++) {
+      const key = randomUUID();
+      const body = { customerId: customer(`together-${i}`), amount: i + 1 };
+      const first = await post('a', 'tx', key, body);
+      expect(first.answer.status).toBe(201);
+      firsts.push({ key, body, answer: first.answer });
+    }
+    // One write: the six retries, one of them again, and a key reused with another body.
+    const reused = { key: firsts[2].key, body: { ...firsts[2].body, amount: 99 } };
+    const sent = [...firsts, firsts[0], reused, firsts[5]];
+    const pipelined = await counters.a.during(() => postPipelined(`${urls.a}/tx`, sent));
+    expect(pipelined.statements).toEqual([]);
+    expect(pipelined.result.map((a) => a.status)).toEqual([
+      201, 201, 201, 201, 201, 201, 201, 422, 201,
+    ]);
+    pipelined.result.forEach((answer, i) => {
+      if (sent[i] === reused)
+        expect(answer.headers.get('content-type')).toContain('application/problem+json');
+      else expectReplayOf(answer, (sent[i] as (typeof firsts)[number]).answer);
+    });
+    // Thirty connections at once, five retries of each key.
+    const burst = await counters.a.during(() =>
+      Promise.all(
+        Array.from({ length: 30 }, (_, i) =>
+          postJson(`${urls.a}/tx`, firsts[i % 6].key, firsts[i % 6].body),
+        ),
+      ),
+    );
+    expect(burst.statements).toEqual([]);
+    burst.result.forEach((answer, i) => expectReplayOf(answer, firsts[i % 6].answer));
+    for (const f of firsts) expect(await paymentCount(ds, kind, f.body.customerId)).toBe(1);
+  });
 
   it("another tenant's request with the same key is not answered by the first tenant's record", async () => {
     const key = randomUUID();
