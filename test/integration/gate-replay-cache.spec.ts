@@ -42,15 +42,20 @@ describe.each(databaseKinds())('Replay cache on %s', (kind) => {
     a: new StatementCounter(),
     b: new StatementCounter(),
     c: new StatementCounter(),
+    f: new StatementCounter(),
   };
-  const urls = { a: '', b: '', c: '' };
+  const urls = { a: '', b: '', c: '', f: '' };
   let appA: INestApplication;
   const encryptionKey = randomBytes(32);
 
-  const start = async (name: 'a' | 'b' | 'c', options: IdempotencyModuleOptions) => {
+  const start = async (
+    name: 'a' | 'b' | 'c' | 'f',
+    options: IdempotencyModuleOptions,
+    platform: 'express' | 'fastify' = 'express',
+  ) => {
     const app = await startGateFixture({
       dbUrl: db.url,
-      platform: 'express',
+      platform,
       controllers: [ReplayCacheController],
       typeormLogger: counters[name],
       options: {
@@ -69,6 +74,7 @@ describe.each(databaseKinds())('Replay cache on %s', (kind) => {
     appA = await start('a', {});
     await start('b', { replayCache: { maxAgeMs: 5000 } });
     await start('c', { replayCache: false });
+    await start('f', {}, 'fastify');
     ds = await openDataSource(db.url);
   });
 
@@ -82,7 +88,7 @@ describe.each(databaseKinds())('Replay cache on %s', (kind) => {
 
   /** POSTs through one instance and returns the answer with the statements it cost there. */
   const post = async (
-    name: 'a' | 'b' | 'c',
+    name: 'a' | 'b' | 'c' | 'f',
     route: string,
     key: string,
     body: unknown,
@@ -125,44 +131,50 @@ describe.each(databaseKinds())('Replay cache on %s', (kind) => {
     },
   );
 
-  it('retries that arrive together, pipelined on one connection or on many at once, each get their own answer, in order, with no statement', async () => {
-    const firsts: Array<{
-      key: string;
-      body: { customerId: string; amount: number };
-      answer: Answer;
-    }> = [];
-    for (let i = 0; i < 6; i++) {
-      const key = randomUUID();
-      const body = { customerId: customer(`together-${i}`), amount: i + 1 };
-      const first = await post('a', 'tx', key, body);
-      expect(first.answer.status).toBe(201);
-      firsts.push({ key, body, answer: first.answer });
-    }
-    // One write: the six retries, one of them again, and a key reused with another body.
-    const reused = { key: firsts[2].key, body: { ...firsts[2].body, amount: 99 } };
-    const sent = [...firsts, firsts[0], reused, firsts[5]];
-    const pipelined = await counters.a.during(() => postPipelined(`${urls.a}/tx`, sent));
-    expect(pipelined.statements).toEqual([]);
-    expect(pipelined.result.map((a) => a.status)).toEqual([
-      201, 201, 201, 201, 201, 201, 201, 422, 201,
-    ]);
-    pipelined.result.forEach((answer, i) => {
-      if (sent[i] === reused)
-        expect(answer.headers.get('content-type')).toContain('application/problem+json');
-      else expectReplayOf(answer, (sent[i] as (typeof firsts)[number]).answer);
-    });
-    // Thirty connections at once, five retries of each key.
-    const burst = await counters.a.during(() =>
-      Promise.all(
-        Array.from({ length: 30 }, (_, i) =>
-          postJson(`${urls.a}/tx`, firsts[i % 6].key, firsts[i % 6].body),
+  it.each([
+    ['Express', 'a'],
+    ['Fastify', 'f'],
+  ] as const)(
+    '%s: retries that arrive together, pipelined on one connection or on many at once, each get their own answer, in order, with no statement',
+    async (_platform, app) => {
+      const firsts: Array<{
+        key: string;
+        body: { customerId: string; amount: number };
+        answer: Answer;
+      }> = [];
+      for (let i = 0; i < 6; i++) {
+        const key = randomUUID();
+        const body = { customerId: customer(`together-${i}`), amount: i + 1 };
+        const first = await post(app, 'tx', key, body);
+        expect(first.answer.status).toBe(201);
+        firsts.push({ key, body, answer: first.answer });
+      }
+      // One write: the six retries, one of them again, and a key reused with another body.
+      const reused = { key: firsts[2].key, body: { ...firsts[2].body, amount: 99 } };
+      const sent = [...firsts, firsts[0], reused, firsts[5]];
+      const pipelined = await counters[app].during(() => postPipelined(`${urls[app]}/tx`, sent));
+      expect(pipelined.statements).toEqual([]);
+      expect(pipelined.result.map((a) => a.status)).toEqual([
+        201, 201, 201, 201, 201, 201, 201, 422, 201,
+      ]);
+      pipelined.result.forEach((answer, i) => {
+        if (sent[i] === reused)
+          expect(answer.headers.get('content-type')).toContain('application/problem+json');
+        else expectReplayOf(answer, (sent[i] as (typeof firsts)[number]).answer);
+      });
+      // Thirty connections at once, five retries of each key.
+      const burst = await counters[app].during(() =>
+        Promise.all(
+          Array.from({ length: 30 }, (_, i) =>
+            postJson(`${urls[app]}/tx`, firsts[i % 6].key, firsts[i % 6].body),
+          ),
         ),
-      ),
-    );
-    expect(burst.statements).toEqual([]);
-    burst.result.forEach((answer, i) => expectReplayOf(answer, firsts[i % 6].answer));
-    for (const f of firsts) expect(await paymentCount(ds, kind, f.body.customerId)).toBe(1);
-  });
+      );
+      expect(burst.statements).toEqual([]);
+      burst.result.forEach((answer, i) => expectReplayOf(answer, firsts[i % 6].answer));
+      for (const f of firsts) expect(await paymentCount(ds, kind, f.body.customerId)).toBe(1);
+    },
+  );
 
   it("another tenant's request with the same key is not answered by the first tenant's record", async () => {
     const key = randomUUID();
