@@ -22,6 +22,8 @@ interface CacheLike {
   set(scope: string, key: string, record: unknown, lifetimeMs: number, since: number): void;
   get(scope: string, key: string): unknown;
   readonly size: number;
+  /** Entries held (builds since 2026-11-29; earlier ones count one entry's bytes instead). */
+  readonly count?: number;
 }
 type Make = (maxBytes: number) => CacheLike;
 
@@ -99,19 +101,54 @@ const suite: BenchSuite = {
     const sizes = ctx.quick ? [4_000] : [4_000, 16_000, 64_000];
     const rounds = ctx.quick ? 1 : 5;
     const ops = ctx.quick ? 20_000 : 100_000;
-    // Bytes one entry is counted for in this build: the budget that holds `entries` of them.
-    const probe = makeCache(ReplayCache as unknown as new (o: unknown) => CacheLike)(1 << 30);
-    probe.set(SCOPE, 'key-00000000', record(0), 3_600_000, performance.now());
-    const entryBytes = probe.size;
-
+    // The budget that holds `entries` answers, per build: found by filling caches and scaling
+    // the budget by the entries they hold (a cache that reports `count`), or, for builds that
+    // count each entry's bytes, from one entry's size.
+    const budgets = new Map<string, (entries: number) => number>();
+    for (const v of variants) {
+      if (v.make === 'floor') continue;
+      const make = v.make;
+      const probe = make(1 << 30);
+      probe.set(SCOPE, 'key-00000000', record(0), 3_600_000, performance.now());
+      if (probe.count === undefined) {
+        const one = probe.size;
+        budgets.set(v.name, (entries) => entries * one);
+        continue;
+      }
+      budgets.set(v.name, (entries) => {
+        let budget = entries * 400;
+        for (let i = 0; i < 4; i++) {
+          const c = make(budget);
+          for (let k = 0; k < 2 * entries; k++)
+            c.set(
+              SCOPE,
+              `key-${k.toString(36).padStart(8, '0')}`,
+              record(k),
+              3_600_000,
+              performance.now(),
+            );
+          budget = Math.ceil((budget * entries) / c.count!);
+        }
+        return budget;
+      });
+    }
+    const entryBytes = Object.fromEntries(
+      [...budgets].map(([name, budgetFor]) => [name, Math.round(budgetFor(4_000) / 4_000)]),
+    );
     const rows: Array<Array<string | number>> = [];
     const data: Record<string, unknown> = { entryBytes, rounds, ops };
+    const budgetCache = new Map<string, number>();
+    const budgetOf = (name: string, entries: number): number => {
+      const id = `${name}|${entries}`;
+      if (!budgetCache.has(id)) budgetCache.set(id, budgets.get(name)!(entries));
+      return budgetCache.get(id)!;
+    };
     for (const entries of sizes) {
       const stores = new Map<string, number[]>();
       // Rounds interleave the variants; each measurement has a fresh cache.
       for (let r = 0; r < rounds; r++) {
         for (const v of r % 2 ? [...variants].reverse() : variants) {
-          const cache = v.make === 'floor' ? floor(entries) : v.make(entries * entryBytes);
+          const cache = v.make === 'floor' ? floor(entries) : v.make(budgetOf(v.name, entries));
           stores.set(v.name, [...(stores.get(v.name) ?? []), measure(cache, entries, ops)]);
         }
         ctx.log(`${entries} entries: round ${r + 1}/${rounds}`);
@@ -132,7 +169,11 @@ const suite: BenchSuite = {
         },
       ],
       notes: [
-        `An entry is a 201 answer of ${BODY.length} bytes with one header and a SHA-256 request hash, counted as ${entryBytes} bytes by this build; the budget holds the given number of entries.`,
+        `An entry is a 201 answer of ${BODY.length} bytes with one header and a SHA-256 request hash; each build's budget holds the given number of entries (bytes of budget per entry at 4,000 entries: ${Object.entries(
+          entryBytes,
+        )
+          .map(([n, b]) => `${n} ${b}`)
+          .join(', ')}).`,
         'Each store frees room (the cache was filled three times over first). The floor keeps the same number of entries in a Map and drops the oldest through a queue of keys: no bytes counted, no LRU order.',
         '--before=<dir>: a checkout of another build with dist/ built (npm run build), measured in the same rounds.',
       ],
