@@ -13,6 +13,9 @@ import {
   type ResolvedIdempotencyOptions,
 } from './idempotency.options';
 
+/** The replay cache's largest budget: its answers live in one buffer (`replay-cache.arena.ts`). */
+const MAX_REPLAY_CACHE_BYTES = 2 ** 30;
+
 /**
  * The module options with every default, and their validation: merged once for forRoot and
  * forRootAsync (`resolveOptions`), then per handler with `@Idempotent()` overrides
@@ -264,6 +267,10 @@ function validateOptions(o: ResolvedIdempotencyOptions): void {
     fail('cleanup.dutyCycle must be greater than 0 and at most 1');
   if (o.replayCache !== false) {
     if (!(o.replayCache.maxBytes >= 0)) fail('replayCache.maxBytes must be >= 0');
+    if (o.replayCache.maxBytes > MAX_REPLAY_CACHE_BYTES)
+      fail(
+        `replayCache.maxBytes must be at most 1 GiB (${MAX_REPLAY_CACHE_BYTES}): the answers are kept in one buffer; use replayCache.store to share more`,
+      );
     if (!(o.replayCache.maxAgeMs >= 0)) fail('replayCache.maxAgeMs must be >= 0');
     if (!(o.replayCache.storeTimeoutMs > 0))
       fail('replayCache.storeTimeoutMs must be a positive number of milliseconds');

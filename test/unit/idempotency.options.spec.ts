@@ -131,6 +131,11 @@ describe('resolveOptions (module options, defaults merged once)', () => {
       /replayCache\.store must have get\(key\), set\(key, value, ttlMs\) and delete\(key\).*RedisReplayCacheStore/,
     ],
     ['a zero store time-out', { replayCache: { storeTimeoutMs: 0 } }, /storeTimeoutMs/],
+    [
+      'a replay cache over 1 GiB',
+      { replayCache: { maxBytes: 2 ** 30 + 1 } },
+      /replayCache\.maxBytes must be at most 1 GiB/,
+    ],
   ])('rejects %s with a message naming the option', (_label, options, message) => {
     expect(() => resolveOptions(options)).toThrow(message);
     expect(() => resolveOptions(options)).toThrow(/^IdempotencyModule: /);
