@@ -41,7 +41,7 @@ export class ReplayArena {
   private readonly index = new Map<number, number>();
   private readonly decoded = new Map<number, { id: string; record: CachedRecord; bytes: number }>();
   private decodedBytes = 0;
-  private scratch = Buffer.allocUnsafeSlow(1024);
+  private scratch = Buffer.allocUnsafeSlow(2048);
 
   /** The budget's share of the ring and its index, and of the decoded records. */
   private readonly ringBudget: number;
@@ -77,11 +77,13 @@ export class ReplayArena {
       this.kill(at, hash);
       return undefined;
     }
-    let offset = at;
+    let offset: number | undefined = at;
     if (this.written - ring.readDoubleLE(at + POSITION) > this.used / 2)
       offset = this.move(at, hash);
     if (known) return known.record;
-    return this.decode(offset, id);
+    // Not written again (no room even in an empty ring: not expected), the bytes at `at` are
+    // still the entry's, which is gone: decoded, not kept.
+    return this.decode(offset ?? at, id, offset !== undefined);
   }
 
   /**
@@ -89,7 +91,7 @@ export class ReplayArena {
    * of `id`. Nothing is stored when the entry alone would not fit the budget.
    */
   set(id: string, record: CachedRecord, until: number): void {
-    const idBytes = Buffer.byteLength(id);
+    const idBytes = 2 * id.length;
     const headersBytes = record.headers === null ? 0 : Buffer.byteLength(record.headers);
     const hashBytes = record.requestHash.length;
     const bodyBytes = record.body?.length ?? 0;
@@ -113,7 +115,7 @@ export class ReplayArena {
     ring.writeUInt32LE(record.headers === null ? NONE : headersBytes, at + HEADERS_LENGTH);
     ring.writeUInt32LE(record.body === null ? NONE : bodyBytes, at + BODY_LENGTH);
     let p = at + HEADER;
-    p += ring.write(id, p, 'utf8');
+    p += ring.write(id, p, 'utf16le');
     p += record.requestHash.copy(ring, p);
     if (record.headers !== null) p += ring.write(record.headers, p, 'utf8');
     if (record.body) record.body.copy(ring, p);
@@ -147,18 +149,25 @@ export class ReplayArena {
     this.decodedBytes = 0;
   }
 
-  /** Whether the entry at `at` is live and its id is `id`. */
+  /**
+   * Whether the entry at `at` is live and its id is `id`, compared code unit by code unit (the id
+   * is stored as UTF-16: UTF-8 would turn any lone surrogate into the same replacement bytes).
+   */
   private holds(at: number, id: string): boolean {
     const ring = this.ring;
     if (ring[at + STATE] === DEAD) return false;
     const idBytes = ring.readUInt32LE(at + ID_LENGTH);
-    if (this.scratch.length < id.length * 3) this.scratch = Buffer.allocUnsafeSlow(id.length * 3);
-    const n = this.scratch.write(id, 0, 'utf8');
-    return n === idBytes && ring.compare(this.scratch, 0, n, at + HEADER, at + HEADER + n) === 0;
+    if (idBytes !== 2 * id.length) return false;
+    if (this.scratch.length < idBytes) this.scratch = Buffer.allocUnsafeSlow(idBytes);
+    this.scratch.write(id, 0, 'utf16le');
+    return ring.compare(this.scratch, 0, idBytes, at + HEADER, at + HEADER + idBytes) === 0;
   }
 
-  /** The record of the live entry at `at`, copied out of the ring and kept while the entry lives. */
-  private decode(at: number, id: string): CachedRecord {
+  /**
+   * The record of the entry at `at`, copied out of the ring; kept while the entry lives when
+   * `keep` and the entry has been read before.
+   */
+  private decode(at: number, id: string, keep: boolean): CachedRecord {
     const ring = this.ring;
     const hashBytes = ring[at + HASH_LENGTH];
     const headersLength = ring.readUInt32LE(at + HEADERS_LENGTH);
@@ -179,6 +188,7 @@ export class ReplayArena {
       headers,
       body: bodyLength === NONE ? null : own.subarray(hashBytes),
     };
+    if (!keep) return record;
     // A first read (most keys are retried once, if at all) keeps nothing but a mark.
     if (ring[at + STATE] === LIVE) {
       ring[at + STATE] = READ;
@@ -197,14 +207,14 @@ export class ReplayArena {
     return record;
   }
 
-  /** Writes the live entry at `at` again at the head; returns its new offset. */
-  private move(at: number, hash: number): number {
+  /** Writes the live entry at `at` again at the head; returns its new offset (undefined: gone). */
+  private move(at: number, hash: number): number | undefined {
     const length = this.ring.readUInt32LE(at);
     const copy = Buffer.from(this.ring.subarray(at, at + length));
     const known = this.decoded.get(at);
     this.kill(at, hash);
     const to = this.reserve(length);
-    if (to === undefined) return at;
+    if (to === undefined) return undefined;
     copy.copy(this.ring, to);
     this.ring.writeDoubleLE(this.written, to + POSITION);
     this.index.set(hash, to);
@@ -336,14 +346,14 @@ const LIVE = 1;
 const READ = 2;
 const NONE = 0xffffffff;
 
-// An entry: a header, then the id (UTF-8), the request hash, the headers (UTF-8) and the body.
+// An entry: a header, then the id (UTF-16LE), the request hash, the headers (UTF-8) and the body.
 const STATE = 4; // u8 (after the entry's u32 length at 0)
 const HASH_LENGTH = 5; // u8
 const STATUS = 6; // u16
 const UNTIL = 8; // f64, performance.now() time
 const POSITION = 16; // f64, bytes written before it
 const KEY_HASH = 24; // u32, hashOf(id)
-const ID_LENGTH = 28; // u32
+const ID_LENGTH = 28; // u32, bytes (two per UTF-16 code unit)
 const HEADERS_LENGTH = 32; // u32, NONE for null
 const BODY_LENGTH = 36; // u32, NONE for null
 const HEADER = 40;
