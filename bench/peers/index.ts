@@ -29,6 +29,7 @@ import {
   processName,
   spawnServer,
 } from '../support/server-process';
+import { removeLedgerStatements } from './ablation';
 import { CpuPinning } from './cpu-pinning';
 import { RedisProbe } from './redis-probe';
 
@@ -42,7 +43,8 @@ import { RedisProbe } from './redis-probe';
  * (`bench/peers/peers-server.js`) runs from the peers' own install (`bench/peers/package.json` +
  * lockfile, `npm ci` there); this library comes into it from its packed tarball, as a user
  * installs it (`npm run package`, `npm pack dist/package`), or from `PEERS_TARBALL` (how the
- * "before" figures of the README were taken).
+ * "before" figures of the README were taken). `--ablate` (PostgreSQL) runs, beside it, the same
+ * build without its two ledger statements (ablation.ts): the floor, in the same rounds.
  */
 
 const PEERS_DIR = resolve(__dirname, '../../../bench/peers');
@@ -345,20 +347,45 @@ function installLibrary(ctx: BenchContext, kinds: BenchDatabaseKind[]): string {
 }
 
 /**
- * `PEERS_BEFORE_TARBALL=<file.tgz>`: another build of this library, unpacked beside the installed
- * one (its peers resolve to the same Nest, TypeORM and nestjs-cls copies), run as a second app in
- * the same interleaved rounds: before and after side by side.
+ * The second library app, unpacked beside the installed one (its peers resolve to the same Nest,
+ * TypeORM and nestjs-cls copies) and run in the same interleaved rounds:
+ * - `PEERS_BEFORE_TARBALL=<file.tgz>`: another build of this library, before and after side by
+ *   side;
+ * - `--ablate`: the installed build itself without its two ledger statements (ablation.ts).
  */
-function unpackBefore(ctx: BenchContext): string | undefined {
-  const tarball = process.env.PEERS_BEFORE_TARBALL;
+function unpackSecond(ctx: BenchContext, installed: string, ablate: boolean): string | undefined {
+  const before = process.env.PEERS_BEFORE_TARBALL;
+  if (ablate && before)
+    throw new Error(
+      '--ablate runs the ablated build where PEERS_BEFORE_TARBALL would run: use one or the other',
+    );
+  const tarball = ablate ? installed : before;
   if (!tarball) return undefined;
   const dir = join(PEERS_DIR, '.lib', 'before');
   const target = join(dir, 'node_modules', 'nestjs-exactly-once');
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(target, { recursive: true });
   execFileSync('tar', ['xzf', resolve(tarball), '-C', target, '--strip-components=1']);
-  ctx.log(`before build: ${tarball}`);
+  if (ablate) {
+    removeLedgerStatements(target);
+    ctx.log(`ablation: ${tarball} without its two ledger statements, as the second app`);
+  } else ctx.log(`before build: ${tarball}`);
   return dir;
+}
+
+/** The second app's rows say what it is: another build, or this one without its statements. */
+const ABLATION_LABEL = 'ABLATION, this build without its 2 ledger statements';
+function labelOf(s: Scenario, ablation: boolean): string {
+  return ablation && s.variant === 'lib-before'
+    ? s.label.replace('BEFORE build', ABLATION_LABEL)
+    : s.label;
+}
+
+/** The scenarios run: the second app's only with it, and only its first execution when ablated. */
+function scenariosFor(beforeDir: string | undefined, ablation: boolean): Scenario[] {
+  return SCENARIOS.filter(
+    (s) => s.variant !== 'lib-before' || (beforeDir && (!ablation || s.id === 'before-tx')),
+  );
 }
 
 /**
@@ -429,6 +456,8 @@ function databaseServerPid(kind: 'mariadb' | 'mssql'): number | undefined {
 
 interface Shared {
   beforeDir: string | undefined;
+  /** `--ablate`: the second app is this build without its two ledger statements. */
+  ablation: boolean;
   redis: RedisProbe;
   rounds: number;
   sliceSec: number;
@@ -446,8 +475,9 @@ async function benchDatabase(
   kind: BenchDatabaseKind,
   shared: Shared,
 ): Promise<BenchReport> {
-  const { beforeDir, redis, rounds, sliceSec, warmupSec, rewarmSec, connections, pin } = shared;
-  const scenarios = SCENARIOS.filter((s) => beforeDir || s.variant !== 'lib-before');
+  const { beforeDir, ablation, redis, rounds, sliceSec, warmupSec, rewarmSec, connections, pin } =
+    shared;
+  const scenarios = scenariosFor(beforeDir, ablation);
   const cleanups: Array<() => Promise<void> | void> = [];
   let cleaned = false;
   const cleanup = async () => {
@@ -653,7 +683,7 @@ async function benchDatabase(
     const aRate = med('a', (r) => r.reqPerSec);
     const aTxCpu = med('a-tx', (r) => r.cpuUsPerReq);
     const rows = scenarios.map((s) => [
-      s.label,
+      labelOf(s, ablation),
       Math.round(med(s.id, (r) => r.reqPerSec)),
       (med(s.id, (r) => r.reqPerSec) / aRate).toFixed(2),
       Math.round(med(s.id, (r) => r.cpuUsPerReq)),
@@ -746,7 +776,27 @@ async function benchDatabase(
         informative: true,
       },
     ];
-    if (beforeDir)
+    if (beforeDir && ablation) {
+      // What the two statements cost, and what the rest of the gate costs, each over (a-tx).
+      const rest = cpu('before-tx') / aTxCpu - 1;
+      const statements = (cpu('lib-tx') - cpu('before-tx')) / aTxCpu;
+      checks.push(
+        {
+          name: `${name}: ablation: the gate without its 2 ledger statements, CPU/request ÷ (a-tx)`,
+          target: 'n/a',
+          actual: (1 + rest).toFixed(2),
+          ok: true,
+          informative: true,
+        },
+        {
+          name: `${name}: ablation: (a-tx) + the 2 ledger statements alone (the library minus the ablation, over (a-tx))`,
+          target: '≤ 1.40',
+          actual: (1 + statements).toFixed(2),
+          ok: 1 + statements <= 1.4,
+          informative: true,
+        },
+      );
+    } else if (beforeDir)
       checks.push(
         {
           name: `${name}: BEFORE build: replay CPU/request ≤ node-idempotency + Redis`,
@@ -769,6 +819,11 @@ async function benchDatabase(
       ...(kind === 'sqlite'
         ? [
             'SQLite: one database file for every app (one at a time under load), WAL, busy timeout 5 s.',
+          ]
+        : []),
+      ...(ablation
+        ? [
+            `${name}: the ABLATION row is this build with the claim (sent with START TRANSACTION) and the completed record's INSERT (sent with COMMIT) removed, all the gate's other work kept (bench/peers/ablation.ts); it keeps no record and guards nothing. The library's row minus it is what the two statements cost.`,
           ]
         : []),
       ...(kind === 'mssql'
@@ -850,8 +905,14 @@ const suite: BenchSuite = {
     const connections = 32;
     // Keep under the suite's limit: per database, every scenario's warm-up and slices (and about
     // a second each to drain and sample), the apps' starts, the replay keys and the crash probe.
-    const scenarioCount = SCENARIOS.filter(
-      (s) => process.env.PEERS_BEFORE_TARBALL || s.variant !== 'lib-before',
+    const ablation = ctx.args.includes('--ablate');
+    if (ablation && kinds.join() !== 'postgres')
+      throw new Error(
+        "--ablate: PostgreSQL only (--db=postgres): the two statements it removes are the PostgreSQL ledger's single-write path",
+      );
+    const scenarioCount = scenariosFor(
+      process.env.PEERS_BEFORE_TARBALL || ablation ? 'yes' : undefined,
+      ablation,
     ).length;
     const budgetSec = (SUITE_LIMIT_MS - 120_000) / 1000;
     const planned = (slice: number) =>
@@ -869,7 +930,7 @@ const suite: BenchSuite = {
       sliceSec = fitted;
     }
     const tarball = installLibrary(ctx, kinds);
-    const beforeDir = unpackBefore(ctx);
+    const beforeDir = unpackSecond(ctx, tarball, ablation);
     const redis = await RedisProbe.open(REDIS_URL);
     ctx.onCleanup(() => redis.close());
 
@@ -886,6 +947,7 @@ const suite: BenchSuite = {
 
     const shared: Shared = {
       beforeDir,
+      ablation,
       redis,
       rounds,
       sliceSec,
