@@ -178,8 +178,19 @@ describeEachDatabase(
         const body = (await r.json()) as { status: number; type: string; detail: string };
         expect(body).toMatchObject({ status: 503, type: PROBLEM_TYPES.unavailable });
         expect(body.detail).toMatch(/database is unavailable/);
-        const again = await fetch(`${url}/probe/quick`);
-        expect(again.status).toBe(200);
+        // The app is served again. node-postgres hands the query its error (the server's FATAL
+        // message) before the socket's end reaches the client, so the terminated connection can
+        // go back to the pool as idle; a request that takes it before its end is read answers one
+        // more 503 (retryable, never a 500), and the pool then drops it. (Seen in CI under load;
+        // with pg's Pool alone, a query sent right after the error fails on that connection.)
+        const statuses: number[] = [];
+        for (let i = 0; i < 2 && statuses.at(-1) !== 200; i++) {
+          const again = await fetch(`${url}/probe/quick`);
+          statuses.push(again.status);
+          if (again.status !== 200)
+            expect(again.headers.get('content-type')).toContain('application/problem+json');
+        }
+        expect([[200], [503, 200]]).toContainEqual(statuses);
       });
     });
 
