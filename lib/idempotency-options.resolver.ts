@@ -1,3 +1,4 @@
+import { inboxBackoffProblem } from './inbox/inbox-backoff';
 import { stripUndefined } from './internal/strip-undefined';
 import {
   DEFAULT_STORED_HEADERS,
@@ -63,6 +64,8 @@ export const DEFAULT_OPTIONS: ResolvedIdempotencyOptions = {
     maxAttempts: 5,
     onMaxAttempts: 'ack',
     strayWrites: defaultStrayWrites(),
+    backoffBaseMs: 1000,
+    backoffMaxMs: 60_000,
   },
   cleanup: {
     enabled: true,
@@ -259,6 +262,8 @@ function validateOptions(o: ResolvedIdempotencyOptions): void {
     );
   if (!['auto', true, false].includes(o.inbox.acknowledge))
     fail(`inbox.acknowledge must be 'auto', true or false, got ${String(o.inbox.acknowledge)}`);
+  const inboxBackoff = inboxBackoffProblem(o.inbox);
+  if (inboxBackoff) fail(inboxBackoff);
   if (!(o.cleanup.intervalMs > 0))
     fail('cleanup.intervalMs must be a positive number of milliseconds');
   if (!(o.cleanup.timeBudgetMs > 0))

@@ -29,6 +29,8 @@ import { OutboxWakeSignal } from './outbox/outbox-wake.signal';
 import { ConditionalStore } from './conditional/conditional.store';
 import { InboxStore } from './inbox/inbox.store';
 import { RmqDeliveryAcknowledger } from './inbox/rmq-delivery.acknowledger';
+import { InboxDeliveries } from './inbox/inbox-deliveries.registry';
+import { InboxRetryTimers } from './inbox/inbox-retry.timers';
 import { RmqServerWatcher } from './inbox/rmq-server.watcher';
 import { MaintenanceStore } from './maintenance/maintenance.store';
 import { OutboxStore } from './outbox/outbox.store';
@@ -72,6 +74,8 @@ const INTERNAL_PROVIDERS = [
   OutboxStore,
   InboxStore,
   RmqDeliveryAcknowledger,
+  InboxRetryTimers,
+  InboxDeliveries,
   RmqServerWatcher,
   MaintenanceStore,
   ConditionalStore,

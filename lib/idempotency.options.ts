@@ -195,6 +195,15 @@ export interface InboxOptions {
   onMaxAttempts?: 'ack' | 'rethrow';
   /** Writes outside the consumer's transaction while it runs (see {@link StrayWritesPolicy}). Default: the module's `strayWrites`. */
   strayWrites?: StrayWritesPolicy;
+  /**
+   * Delay before a failed message runs again, in ms: `backoffBaseMs · 2^(failed attempts - 1)`
+   * with jitter, capped at `backoffMaxMs`. How the delay is kept depends on the transport
+   * (RabbitMQ: the delivery is held unacknowledged, then requeued; see docs/inbox.md).
+   * Default 1000.
+   */
+  backoffBaseMs?: number;
+  /** Longest delay between two attempts of one message, in ms. Default 60000. */
+  backoffMaxMs?: number;
 }
 
 export interface CleanupOptions {

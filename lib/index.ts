@@ -162,6 +162,7 @@ export type {
   IdempotencyScopeRef,
   PurgeResult,
   RequeueResult,
+  InboxResetResult,
 } from './maintenance/admin.service';
 export { IdempotencyAdminModule } from './maintenance/admin.module';
 export type { AdminModuleOptions } from './maintenance/admin.module';

@@ -2,7 +2,7 @@ import { UseInterceptors } from '@nestjs/common';
 import { IDEMPOTENT_CONSUMER_METADATA, INBOX_HANDLED } from './inbox.constants';
 import { consumeMessage, type IdempotentConsumerDefinition } from './inbox-consumer';
 import type { ConsumedMessage, IdempotentConsumerOptions } from './inbox.interfaces';
-import { InboxInterceptor } from './inbox.interceptor';
+import { handlerKindOf, InboxInterceptor } from './inbox.interceptor';
 import { NO_INBOX_SERVICE } from './inbox.messages';
 import { runningInboxService } from './inbox.registry';
 
@@ -56,7 +56,13 @@ export function IdempotentConsumer(options: IdempotentConsumerOptions = {}): Met
         context: args.find(isRpcContext),
         args,
       };
-      return consumeMessage(inbox, def, message, async () => original.apply(this, args));
+      return consumeMessage(
+        inbox,
+        def,
+        message,
+        async () => original.apply(this, args),
+        handlerKindOf(wrapped),
+      );
     };
     Object.defineProperty(wrapped, 'name', { value: original.name, configurable: true });
     copyMetadata(original, wrapped);

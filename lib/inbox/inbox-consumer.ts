@@ -43,11 +43,13 @@ export function messageIdOf(def: IdempotentConsumerDefinition, message: Consumed
 }
 
 /**
- * Runs one consumed message through the inbox: extract the id, process, and settle a RabbitMQ
- * delivery that needs a manual ack (see RmqDeliveryAcknowledger): ack once the outcome
- * committed (processed, duplicate, recorded failed), requeue after a failed attempt, dead-letter
- * what can never succeed (no message id; recorded failed under `onMaxAttempts: 'rethrow'`).
- * Resolves with the handler's result, or undefined when the handler did not run.
+ * Runs one consumed message through the inbox: extract the id, process, and settle the delivery
+ * the way its transport needs (see InboxDeliveries): ack once the outcome committed (processed,
+ * duplicate, recorded failed); after a failed attempt, have it run again after the inbox's
+ * backoff delay (RabbitMQ: held, then requeued; at-most-once transports: again in place; others:
+ * the error goes back to the sender); dead-letter what can never succeed (no message id;
+ * recorded failed under `onMaxAttempts: 'rethrow'`). Resolves with the handler's result, or
+ * undefined when the handler did not run.
  * @internal
  */
 export async function consumeMessage(
@@ -55,9 +57,15 @@ export async function consumeMessage(
   def: IdempotentConsumerDefinition,
   message: ConsumedMessage,
   run: () => Promise<unknown>,
+  handlerKind: 'event' | 'message' = 'event',
 ): Promise<unknown> {
-  const acks = inbox.acknowledger;
-  const delivery = acks.manualDelivery(message.context, def.consumer, def.options.acknowledge);
+  const delivery = inbox.deliveries.deliveryOf({
+    message,
+    consumer: def.consumer,
+    acknowledge: def.options.acknowledge,
+    handlerKind,
+  });
+  const settles = delivery.retryMode === 'transport';
   // The consumer's span continues the message's trace (observability/inbox.tracing.ts).
   const traced = traceConsume(def.consumer, (name) => messageHeader(message, name), {
     system: messagingSystemOf(message.context),
@@ -68,8 +76,8 @@ export async function consumeMessage(
     id = messageIdOf(def, message);
   } catch (e) {
     // It will never get an id: requeueing would loop. Dead-lettered when the queue has a DLX.
-    if (delivery) acks.reject(delivery, def.consumer, false);
-    traced.failed('rejected', e, !!delivery);
+    delivery.reject();
+    traced.failed('rejected', e, settles);
     throw e;
   }
   traced.messageId(id);
@@ -77,25 +85,40 @@ export async function consumeMessage(
     maxAttempts: def.options.maxAttempts,
     onMaxAttempts: def.options.onMaxAttempts,
     strayWrites: def.options.strayWrites,
+    backoffBaseMs: def.options.backoffBaseMs,
+    backoffMaxMs: def.options.backoffMaxMs,
   };
-  let outcome;
-  try {
-    outcome = await otelContext.with(traced.context, () =>
-      inbox.process(def.consumer, id, run, options),
+  for (;;) {
+    let outcome;
+    try {
+      outcome = await otelContext.with(traced.context, () =>
+        inbox.process(def.consumer, id, run, options),
+      );
+    } catch (e) {
+      // A message already recorded as failed (onMaxAttempts 'rethrow'): dead-letter it.
+      if (e instanceof InboxMessageFailedError) {
+        delivery.reject();
+        traced.failed('failed', e, settles);
+        throw e;
+      }
+      const delayMs = inbox.retryDelayMs(e, options);
+      if (delivery.retryMode === 'in-place') {
+        // Nobody redelivers: wait out the delay here and run again (until maxAttempts settles it).
+        if (await inbox.deliveries.timers.sleep(delayMs)) continue;
+      } else {
+        // RabbitMQ: held unacknowledged for the delay, then requeued (see RmqDeliveryAcknowledger).
+        delivery.retryAfter(delayMs, inbox.deliveries.timers);
+      }
+      traced.failed('retry', e, false);
+      throw e;
+    }
+    delivery.ack();
+    traced.settled(
+      outcome.status,
+      outcome.duplicate,
+      outcome.attempts,
+      outcome.status === 'failed' ? outcome.error : undefined,
     );
-  } catch (e) {
-    // Retry later (requeue), except a message already recorded as failed: dead-letter it.
-    const recordedFailed = e instanceof InboxMessageFailedError;
-    if (delivery) acks.reject(delivery, def.consumer, !recordedFailed);
-    traced.failed(recordedFailed ? 'failed' : 'retry', e, recordedFailed && !!delivery);
-    throw e;
+    return outcome.status === 'processed' ? outcome.result : undefined;
   }
-  if (delivery) acks.ack(delivery, def.consumer);
-  traced.settled(
-    outcome.status,
-    outcome.duplicate,
-    outcome.attempts,
-    outcome.status === 'failed' ? outcome.error : undefined,
-  );
-  return outcome.status === 'processed' ? outcome.result : undefined;
 }

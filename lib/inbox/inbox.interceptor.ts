@@ -5,6 +5,13 @@ import { consumeMessage, IdempotentConsumerDefinition } from './inbox-consumer';
 import type { ConsumedMessage } from './inbox.interfaces';
 import { InboxService } from './inbox.service';
 
+/** `message` for `@MessagePattern` handlers (a requester waits for the answer), else `event`. @internal */
+export function handlerKindOf(handler: object): 'event' | 'message' {
+  // @nestjs/microservices (an optional peer, so not imported): PATTERN_HANDLER_METADATA and
+  // PatternHandler.MESSAGE = 1 (EVENT = 2).
+  return Reflect.getMetadata('microservices:handler_type', handler) === 1 ? 'message' : 'event';
+}
+
 /**
  * Runs `@IdempotentConsumer()` handlers of Nest microservices (`@EventPattern`,
  * `@MessagePattern`) through the inbox. It sees the transport's context (RmqContext,
@@ -26,9 +33,16 @@ export class InboxInterceptor implements NestInterceptor {
     if (!def || context.getType() !== 'rpc') return next.handle();
     const message = this.toMessage(context);
     return defer(() =>
-      this.consume(def, message, () =>
-        // The handler runs inside the inbox transaction; its own wrapper sees the mark and passes through.
-        INBOX_HANDLED.run(handler, () => lastValueFrom(next.handle(), { defaultValue: undefined })),
+      this.consume(
+        def,
+        message,
+        // The handler runs inside the inbox transaction; its own wrapper sees the mark and passes
+        // through. Each call runs the handler anew (an in-place retry calls it again).
+        () =>
+          INBOX_HANDLED.run(handler, () =>
+            lastValueFrom(next.handle(), { defaultValue: undefined }),
+          ),
+        handlerKindOf(handler),
       ),
     );
   }
@@ -44,7 +58,8 @@ export class InboxInterceptor implements NestInterceptor {
     def: IdempotentConsumerDefinition,
     message: ConsumedMessage,
     run: () => Promise<unknown>,
+    handlerKind: 'event' | 'message' = 'event',
   ): Promise<unknown> {
-    return consumeMessage(this.inbox, def, message, run);
+    return consumeMessage(this.inbox, def, message, run, handlerKind);
   }
 }

@@ -14,6 +14,8 @@ import { stripUndefined } from '../internal/strip-undefined';
 import { InboxMessageFailedError } from './inbox.errors';
 import { InboxStore } from './inbox.store';
 import { RmqDeliveryAcknowledger } from './rmq-delivery.acknowledger';
+import { InboxDeliveries } from './inbox-deliveries.registry';
+import { inboxBackoffProblem, inboxRetryDelayMs } from './inbox-backoff';
 import type { InboxProcessOptions, InboxResult } from './inbox.interfaces';
 import {
   CLAIM_RETRIES_EXHAUSTED,
@@ -59,6 +61,8 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
   protected readonly logger = new LibraryLogger(this.options.logger, 'Inbox');
   /** Per consumer: whether deliveries are mostly redeliveries, which a read answers best. */
   private readonly redeliveries = new ReadFirstPolicy();
+  /** Failed attempts counted so far, per error thrown by `process()` (the retry delay grows with it). */
+  private readonly failedAttempts = new WeakMap<object, number>();
 
   constructor(
     protected readonly db: DatabaseService,
@@ -67,6 +71,8 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
     protected readonly store: InboxStore,
     /** Settles RabbitMQ deliveries for `@IdempotentConsumer()` handlers. @internal */
     readonly acknowledger: RmqDeliveryAcknowledger,
+    /** Per transport: how `@IdempotentConsumer()` deliveries are settled and retried. @internal */
+    readonly deliveries: InboxDeliveries,
   ) {}
 
   onModuleInit(): void {
@@ -134,6 +140,23 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
    */
   async reset(consumer: string, messageId: string): Promise<boolean> {
     return (await this.store.remove(consumer, messageId)) > 0;
+  }
+
+  /**
+   * The delay before a message whose attempt failed with `error` (thrown by `process()`) runs
+   * again: the inbox's backoff for the failed attempts counted so far, or for a first failure
+   * when none was counted (the database failed rather than the message). @internal
+   */
+  retryDelayMs(error: unknown, options: InboxProcessOptions = {}): number {
+    const opts = { ...this.options.inbox, ...stripUndefined(options) };
+    const counted =
+      error !== null && typeof error === 'object' ? this.failedAttempts.get(error) : undefined;
+    return inboxRetryDelayMs(counted ?? 1, opts);
+  }
+
+  /** Failed attempts counted for the message whose attempt threw `error`, when known. @internal */
+  failedAttemptsOf(error: unknown): number | undefined {
+    return error !== null && typeof error === 'object' ? this.failedAttempts.get(error) : undefined;
   }
 
   /**
@@ -283,7 +306,11 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
       this.metrics.inboxDuplicates.add(1, { consumer });
       return { status: 'duplicate', duplicate: true, attempts: count.attempts };
     }
-    if (count.status !== 'failed') throw error;
+    if (count.status !== 'failed') {
+      if (error !== null && typeof error === 'object')
+        this.failedAttempts.set(error, count.attempts);
+      throw error;
+    }
     this.metrics.inboxFailed.add(1, { consumer });
     this.logger.error(GAVE_UP(consumer, messageId, count.attempts), (error as Error)?.stack);
     if (opts.onMaxAttempts === 'rethrow') throw error;
@@ -314,6 +341,8 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
       throw new TypeError(ON_MAX_ATTEMPTS_INVALID(o.onMaxAttempts));
     if (o.strayWrites !== 'error' && o.strayWrites !== 'warn' && o.strayWrites !== 'ignore')
       throw new TypeError(STRAY_WRITES_INVALID(o.strayWrites));
+    const backoff = inboxBackoffProblem(o);
+    if (backoff) throw new TypeError(backoff);
     return o;
   }
 }

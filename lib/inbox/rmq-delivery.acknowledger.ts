@@ -5,6 +5,12 @@ import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { InboxAcknowledge, ResolvedIdempotencyOptions } from '../idempotency.options';
 import { LibraryLogger } from '../observability/library-logger';
 import { ACK_FAILED, ACK_MODE_UNKNOWN, ACK_ON_AUTO_ACK_CONSUMER } from './inbox.messages';
+import type {
+  InboxDelivery,
+  InboxDeliveryRequest,
+  InboxDeliverySource,
+} from './inbox-delivery.interface';
+import { IN_PLACE_RETRY } from './in-place-retry.source';
 
 /** A RabbitMQ delivery as Nest's RmqContext holds it: the amqplib channel and message. */
 export interface RmqDelivery {
@@ -45,10 +51,16 @@ const isRmqServer = (s: unknown): s is RmqServerLike =>
  * servers come from Nest's RPC target registry (every `connectMicroservice()` /
  * `createMicroservice()` adds its server); a delivery is matched to its server by channel, and
  * when several RabbitMQ servers disagree and none matches, the mode is unknown (warned once).
+ *
+ * A failed attempt is retried after the inbox's backoff delay by HOLDING the delivery
+ * unacknowledged and rejecting it with requeue once the delay is over. The message stays with
+ * RabbitMQ meanwhile: a process that dies (or a channel that closes) while holding it gets it
+ * redelivered by the broker at once, never lost. On a `noAck: true` server RabbitMQ never
+ * redelivers, so the inbox retries event handlers in place.
  * @internal
  */
 @Injectable()
-export class RmqDeliveryAcknowledger implements OnModuleDestroy {
+export class RmqDeliveryAcknowledger implements OnModuleDestroy, InboxDeliverySource {
   protected readonly logger = new LibraryLogger(this.options.logger, 'Inbox');
   private readonly servers: RmqServerLike[] = [];
   private readonly subscription: Subscription;
@@ -88,6 +100,27 @@ export class RmqDeliveryAcknowledger implements OnModuleDestroy {
     }
     if (noAck === false || mode === true) return delivery;
     this.warnOnce(`unknown:${consumer}`, ACK_MODE_UNKNOWN(consumer));
+    return undefined;
+  }
+
+  /** The RabbitMQ delivery of a consumed message as the inbox settles it (see the class comment). */
+  deliveryOf(request: InboxDeliveryRequest): InboxDelivery | undefined {
+    const { message, consumer, acknowledge } = request;
+    const rmq = rmqDelivery(message.context);
+    if (!rmq) return undefined;
+    const manual = this.manualDelivery(message.context, consumer, acknowledge);
+    if (manual) {
+      return {
+        retryMode: 'transport',
+        ack: () => this.ack(manual, consumer),
+        reject: () => this.reject(manual, consumer, false),
+        retryAfter: (delayMs, timers) =>
+          timers.later(delayMs, () => this.reject(manual, consumer, true)),
+      };
+    }
+    const mode = acknowledge ?? this.options.inbox.acknowledge;
+    if (mode !== false && request.handlerKind === 'event' && this.noAckOf(rmq) === true)
+      return IN_PLACE_RETRY;
     return undefined;
   }
 

@@ -38,6 +38,9 @@ import {
 import {
   ADMIN_BAD_CONSUMER,
   ADMIN_BAD_ID,
+  ADMIN_BAD_INBOX_ID,
+  ADMIN_INBOX_NOT_FOUND,
+  ADMIN_NOT_RESETTABLE,
   ADMIN_BAD_INBOX_STATUS,
   ADMIN_BAD_LIMIT,
   ADMIN_BAD_ORDER,
@@ -70,6 +73,16 @@ function messageId(id: string): string {
     id.length <= 255 &&
     [...id].every((c) => c.charCodeAt(0) > 0x1f && c.charCodeAt(0) !== 0x7f);
   if (!valid) throw badRequest(ADMIN_BAD_ID(id));
+  return id;
+}
+
+/** An inbox message id: 1 to 255 characters, no control characters. */
+function inboxMessageId(id: string): string {
+  const valid =
+    id.length >= 1 &&
+    id.length <= 255 &&
+    [...id].every((c) => c.charCodeAt(0) > 0x1f && c.charCodeAt(0) !== 0x7f);
+  if (!valid) throw badRequest(ADMIN_BAD_INBOX_ID(id));
   return id;
 }
 
@@ -149,6 +162,9 @@ export interface AdminControllerOptions {
  * Builds the admin controller for a path and guards:
  * - `GET    <path>/overview` outbox counts, oldest pending age, sent per minute; inbox per consumer
  * - `GET    <path>/inbox?consumer=&status=&limit=` inbox records, newest first
+ * - `POST   <path>/inbox/:consumer/:messageId/reset` failed or retrying record deleted: the next
+ *   delivery runs the handler again (then requeue the outbox message)
+ * - `POST   <path>/inbox/reset-failed?consumer=` every failed record (of one consumer) reset
  * - `GET    <path>/outbox?status=&partitionKey=&afterSeq=&limit=&order=` messages in sequence order
  *   (`order=newest`: newest first)
  * - `GET    <path>/outbox/:id` one message
@@ -197,6 +213,43 @@ export function createAdminController(options: AdminControllerOptions = {}): Typ
         status: inboxStatusParam(single(q.status, 'status')),
         limit: limitParam(single(q.limit, 'limit')),
       });
+    }
+
+    // ---- Inbox reset (poison → fix → replay) ----
+
+    @Post('inbox/reset-failed')
+    @UseGuards(sameOrigin)
+    @HttpCode(200)
+    async resetFailedInbox(
+      @Query() q: Record<string, unknown>,
+      @Req() req: unknown,
+    ): Promise<{ reset: number }> {
+      const consumer = consumerParam(single(q.consumer, 'consumer'));
+      const reset = await this.admin.resetFailedInbox(consumer);
+      this.audit('admin.inbox.failed-reset', req, { consumer: consumer ?? null, count: reset });
+      return { reset };
+    }
+
+    @Post('inbox/:consumer/:messageId/reset')
+    @UseGuards(sameOrigin)
+    @HttpCode(200)
+    async resetInbox(
+      @Param('consumer') consumer: string,
+      @Param('messageId') id: string,
+      @Req() req: unknown,
+    ): Promise<{ reset: true; record: InboxEntry }> {
+      const c = consumerParam(consumer);
+      if (!c) throw badRequest(ADMIN_BAD_CONSUMER);
+      const r = await this.admin.resetInboxRecord(c, inboxMessageId(id));
+      if (r.outcome === 'not-found') throw notFound(ADMIN_INBOX_NOT_FOUND(c, id));
+      if (r.outcome === 'not-resettable') throw conflict(ADMIN_NOT_RESETTABLE(c, id));
+      this.audit('admin.inbox.reset', req, {
+        consumer: c,
+        messageId: id,
+        status: r.record.status,
+        attempts: r.record.attempts,
+      });
+      return { reset: true, record: r.record };
     }
 
     @Get('outbox')

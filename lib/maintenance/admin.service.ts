@@ -54,6 +54,15 @@ export type RequeueResult =
   | { outcome: 'not-found' }
   | { outcome: 'not-requeueable'; status: OutboxStatus };
 
+/**
+ * `reset`: the record (as it was) is deleted, so the message's next delivery runs the handler
+ * again; `not-resettable`: it is processed (a reset would run the handler a second time).
+ */
+export type InboxResetResult =
+  | { outcome: 'reset'; record: InboxEntry }
+  | { outcome: 'not-found' }
+  | { outcome: 'not-resettable'; status: InboxStatus };
+
 export type PurgeResult =
   | { outcome: 'purged' }
   | { outcome: 'not-found' }
@@ -184,6 +193,36 @@ export class IdempotencyAdminService {
   listInbox(filter: InboxListFilter = {}): Promise<InboxEntry[]> {
     const limit = Math.min(1000, Math.max(1, Math.floor(filter.limit ?? 50)));
     return this.store.listInbox({ consumer: filter.consumer, status: filter.status, limit });
+  }
+
+  // ---- Inbox reset: poison → fix → replay (docs/inbox.md) ----
+
+  /**
+   * Deletes the inbox record of a failed (or retrying) message, so that its next delivery runs
+   * the handler again: after the handler is fixed, reset the record, then deliver the message
+   * again (`requeueOutboxMessage()` of its outbox message). A processed record is refused: the
+   * DELETE itself checks the status, so a record that commits as processed meanwhile is kept.
+   */
+  async resetInboxRecord(consumer: string, messageId: string): Promise<InboxResetResult> {
+    const before = await this.store.findInboxRecord(consumer, messageId);
+    if (!before) return { outcome: 'not-found' };
+    if (before.status === 'processed') return { outcome: 'not-resettable', status: 'processed' };
+    if ((await this.store.resetInboxRecord(consumer, messageId)) === 1)
+      return { outcome: 'reset', record: before };
+    const now = await this.store.findInboxRecord(consumer, messageId);
+    return now ? { outcome: 'not-resettable', status: now.status } : { outcome: 'not-found' };
+  }
+
+  /** Resets every failed inbox record (of one consumer, or of all), in pages of 500; returns how many. */
+  async resetFailedInbox(consumer?: string): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const rows = await this.store.listInbox({ consumer, status: 'failed', limit: 500 });
+      let reset = 0;
+      for (const r of rows) reset += await this.store.resetInboxRecord(r.consumer, r.messageId);
+      total += reset;
+      if (rows.length < 500 || reset === 0) return total;
+    }
   }
 
   /**

@@ -53,3 +53,13 @@ export const ADMIN_CONSOLE_UNGUARDED =
   'If a proxy in front of the app already authenticates these routes, say so explicitly: console: { allowUnguarded: true }.';
 
 export const ADMIN_BAD_ORDER = (value: string) => `order must be oldest or newest; got "${value}".`;
+
+export const ADMIN_BAD_INBOX_ID = (value: string) =>
+  `"${value}" is not a valid inbox message id (1 to 255 characters, no control characters).`;
+
+export const ADMIN_INBOX_NOT_FOUND = (consumer: string, messageId: string) =>
+  `No inbox record of message "${messageId}" for consumer "${consumer}".`;
+
+export const ADMIN_NOT_RESETTABLE = (consumer: string, messageId: string) =>
+  `The inbox record of message "${messageId}" for consumer "${consumer}" is processed; only failed or ` +
+  `retrying records can be reset (resetting a processed one would run its handler a second time).`;

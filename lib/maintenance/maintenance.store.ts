@@ -85,6 +85,16 @@ export class MaintenanceStore {
     return this.db.dialect.console.inboxList(this.db.autocommit(), p);
   }
 
+  /** One inbox record (admin reset). */
+  findInboxRecord(consumer: string, messageId: string): Promise<InboxRow | undefined> {
+    return this.db.dialect.inbox.find(this.db.autocommit(), consumer, messageId);
+  }
+
+  /** Deletes an inbox record unless it is processed, in one statement (admin reset); rows deleted. */
+  resetInboxRecord(consumer: string, messageId: string): Promise<number> {
+    return this.db.dialect.inbox.removeUnprocessed(this.db.autocommit(), consumer, messageId);
+  }
+
   /** Inbox records per consumer and status (admin console). */
   inboxCounts(): Promise<InboxStatusCount[]> {
     return this.db.dialect.console.inboxCounts(this.db.autocommit());

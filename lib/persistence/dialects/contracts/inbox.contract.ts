@@ -56,6 +56,12 @@ export interface InboxSql {
   find(exec: SqlExecutor, consumer: string, messageId: string): Promise<InboxRow | undefined>;
   /** Deletes one record (an operator lets a failed message run again). */
   remove(exec: SqlExecutor, consumer: string, messageId: string): Promise<number>;
+  /**
+   * Deletes one record unless it is `processed`, in one statement (the status is checked by the
+   * DELETE itself, so a record that commits as processed meanwhile is kept): the admin reset of
+   * a failed or retrying message. Returns the rows deleted (0 or 1).
+   */
+  removeUnprocessed(exec: SqlExecutor, consumer: string, messageId: string): Promise<number>;
   /** Errors after which the claim's transaction is gone and the whole attempt may be retried (deadlock victim, lock wait timeout). */
   isRetryable(error: unknown): boolean;
 }

@@ -74,6 +74,10 @@ export function mssqlInboxSql(t: QuotedTables): InboxSql {
          FROM ${T} WHERE ${key}`,
     ),
     remove: compact(`DELETE FROM ${T} WHERE ${key}; SELECT @@ROWCOUNT AS n;`),
+    // @@ROWCOUNT right after the DELETE: the rows it deleted (0 or 1).
+    removeUnprocessed: compact(
+      `DELETE FROM ${T} WHERE ${key} AND status <> 'processed'; SELECT @@ROWCOUNT AS n;`,
+    ),
   };
   return {
     // Deadlock victim (1205), lock request timeout (1222).
@@ -95,6 +99,10 @@ export function mssqlInboxSql(t: QuotedTables): InboxSql {
     },
     async remove(exec, consumer, messageId) {
       const { rows } = await exec(sql.remove, [consumer, messageId]);
+      return Number(rows[0]?.n ?? 0);
+    },
+    async removeUnprocessed(exec, consumer, messageId) {
+      const { rows } = await exec(sql.removeUnprocessed, [consumer, messageId]);
       return Number(rows[0]?.n ?? 0);
     },
   };

@@ -75,5 +75,12 @@ export function mysqlInboxSql(t: QuotedTables): InboxSql {
       ]);
       return affected;
     },
+    async removeUnprocessed(exec, consumer, messageId) {
+      const { affected } = await exec(
+        `DELETE FROM ${T} WHERE consumer = ? AND message_id = ? AND status <> 'processed'`,
+        [consumer, messageId],
+      );
+      return affected;
+    },
   };
 }

@@ -18,12 +18,20 @@ export function portableInboxReads(T: string, style: SqlStyle): Pick<InboxSql, '
   };
 }
 
-/** `remove` on databases with `DELETE … RETURNING` (PostgreSQL, SQLite). */
-export function returningInboxRemove(T: string, style: SqlStyle): Pick<InboxSql, 'remove'> {
+/** `remove` and `removeUnprocessed` on databases with `DELETE … RETURNING` (PostgreSQL, SQLite). */
+export function returningInboxRemove(
+  T: string,
+  style: SqlStyle,
+): Pick<InboxSql, 'remove' | 'removeUnprocessed'> {
   const sql = `DELETE FROM ${T} WHERE consumer = ${style.mark(0)} AND message_id = ${style.mark(1)} RETURNING 1 AS n`;
+  const unprocessed = `DELETE FROM ${T} WHERE consumer = ${style.mark(0)} AND message_id = ${style.mark(1)} AND status <> 'processed' RETURNING 1 AS n`;
   return {
     async remove(exec, consumer, messageId) {
       const { rows } = await exec(sql, [consumer, messageId]);
+      return rows.length;
+    },
+    async removeUnprocessed(exec, consumer, messageId) {
+      const { rows } = await exec(unprocessed, [consumer, messageId]);
       return rows.length;
     },
   };
