@@ -84,8 +84,13 @@ export class AppModule {
             ttl: numberFromEnv('IDEMPOTENCY_TTL_MS'),
             // The relay publishes through the OutboxPublisher of MessagingModule (BROKER_URL).
             outbox: outboxOptionsFromEnv(),
-            // The ledger consumer's inbox: failed attempts of one message before it is recorded as failed.
-            inbox: { maxAttempts: numberFromEnv('INBOX_MAX_ATTEMPTS') },
+            // The ledger consumer's inbox: failed attempts of one message before it is recorded as
+            // failed, and the growing delay between them (INBOX_BACKOFF_BASE_MS · 2^(n-1), capped).
+            inbox: {
+              maxAttempts: numberFromEnv('INBOX_MAX_ATTEMPTS'),
+              backoffBaseMs: numberFromEnv('INBOX_BACKOFF_BASE_MS'),
+              backoffMaxMs: numberFromEnv('INBOX_BACKOFF_MAX_MS'),
+            },
             // Retention and cleanup (set them to seconds to watch cleanup work), health thresholds.
             cleanup: {
               intervalMs: numberFromEnv('CLEANUP_INTERVAL_MS'),

@@ -84,9 +84,10 @@ export function consolePage(path: string, refreshSeconds: number): string {
   </div>
   <h3 id="inbox-failed-h">Failed and retrying</h3>
   <div class="scroll"><table id="inbox-failed" aria-labelledby="inbox-failed-h">
-    <thead><tr><th scope="col">Consumer</th><th scope="col">Message id</th><th scope="col">State</th><th scope="col">Attempts</th><th scope="col">Last error</th><th scope="col">Received</th></tr></thead>
+    <thead><tr><th scope="col">Consumer</th><th scope="col">Message id</th><th scope="col">State</th><th scope="col">Attempts</th><th scope="col">Last error</th><th scope="col">Received</th><th scope="col">Actions</th></tr></thead>
     <tbody></tbody>
   </table></div>
+  <p class="muted">Reset deletes a failed record: once the handler is fixed, reset it, then requeue its outbox message, and the next delivery runs the handler again.</p>
   <h3 id="inbox-recent-h">Recently processed</h3>
   <div class="scroll"><table id="inbox-recent" aria-labelledby="inbox-recent-h">
     <thead><tr><th scope="col">Consumer</th><th scope="col">Message id</th><th scope="col">Attempts</th><th scope="col">Received</th><th scope="col">Processed</th></tr></thead>

@@ -186,8 +186,13 @@ export const CONSOLE_SCRIPT = String.raw`(function () {
 
   function renderInbox(failed, processed) {
     fill($('inbox-failed').tBodies[0], failed.map(function (r) {
-      return el('tr', null, [cell(r.consumer, 'mono'), cell(r.messageId, 'mono'), el('td', null, [badge(r.status)]), cell(r.attempts, 'num'), cell(r.lastError, 'error'), cell(when(r.receivedAt))]);
-    }), 6, 'No failed or retrying messages.');
+      return el('tr', { 'data-consumer': r.consumer, 'data-message-id': r.messageId }, [
+        cell(r.consumer, 'mono'), cell(r.messageId, 'mono'), el('td', null, [badge(r.status)]), cell(r.attempts, 'num'), cell(r.lastError, 'error'), cell(when(r.receivedAt)),
+        el('td', { className: 'nowrap' }, [
+          actionButton('Reset', 'reset:' + r.consumer + ':' + r.messageId, 'Reset inbox record of message ' + r.messageId + ' for ' + r.consumer, function () { resetInbox(r.consumer, r.messageId); }),
+        ]),
+      ]);
+    }), 7, 'No failed or retrying messages.');
     fill($('inbox-recent').tBodies[0], processed.map(function (r) {
       return el('tr', null, [cell(r.consumer, 'mono'), cell(r.messageId, 'mono'), cell(r.attempts, 'num'), cell(when(r.receivedAt)), cell(when(r.processedAt))]);
     }), 5, 'No processed messages.');
@@ -241,6 +246,13 @@ export const CONSOLE_SCRIPT = String.raw`(function () {
   function requeue(id) {
     return act('Requeue message ' + id + '? The relay will publish it again.', 'POST', '/outbox/' + encodeURIComponent(id) + '/requeue', null,
       function () { return 'Message ' + id + ' re-queued.'; });
+  }
+
+  // Inbox reset: the next delivery of the message runs the (fixed) handler again.
+  function resetInbox(consumer, messageId) {
+    return act('Reset the inbox record of message ' + messageId + ' for ' + consumer + '? Its next delivery runs the handler again; requeue its outbox message to deliver it.',
+      'POST', '/inbox/' + encodeURIComponent(consumer) + '/' + encodeURIComponent(messageId) + '/reset', null,
+      function () { return 'Inbox record of ' + messageId + ' reset: requeue the message to run it again.'; });
   }
 
   function purge(id) {
