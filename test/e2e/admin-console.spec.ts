@@ -201,6 +201,59 @@ describe('operator console in Chromium against the sample app', () => {
     }
   });
 
+  it('resets an inbox record (retrying after two failed runs) after the operator confirms (a dismissed reset changes nothing); the requeued message then runs the handler once', async () => {
+    const id = await deadPayment();
+    const recordOf = async () =>
+      ((await api('/admin/inbox?consumer=ledger&limit=1000')).body as any[]).find(
+        (r) => r.messageId === id,
+      );
+    // Two failed runs on two relay attempts: the inbox holds a retrying record.
+    expect(await recordOf()).toMatchObject({ status: 'retrying', attempts: 2 });
+    const page = await openConsole();
+    try {
+      await refreshed(page);
+      const button = `#inbox-failed button[aria-label="Reset inbox record of message ${id} for ledger"]`;
+      const asked: string[] = [];
+      page.once('dialog', (d) => {
+        asked.push(d.message());
+        void d.dismiss();
+      });
+      await page.click(button);
+      expect(asked).toEqual([expect.stringContaining(`Reset the inbox record of message ${id}`)]);
+      expect(await recordOf()).toMatchObject({ status: 'retrying', attempts: 2 });
+
+      page.once('dialog', (d) => void d.accept());
+      await page.click(button);
+      await page.waitForFunction(
+        (m) =>
+          document.getElementById('status')?.textContent?.startsWith(`Inbox record of ${m} reset`),
+        id,
+      );
+      expect(await recordOf()).toBeUndefined();
+      await refreshed(page);
+      expect(await page.$(button)).toBeNull();
+
+      // Requeued: delivered again, the handler runs (its third run in this process succeeds) on a
+      // fresh record, and books one entry.
+      expect((await api(`/admin/outbox/${id}/requeue`, { method: 'POST' })).status).toBe(200);
+      const record = await eventually('the message processed', async () => {
+        const r = await recordOf();
+        return r?.status === 'processed' ? r : undefined;
+      });
+      expect(record.attempts).toBe(1);
+      const { paymentId } = (await api(`/admin/outbox/${id}`)).body.payload;
+      expect((await api(`/ledger?paymentId=${paymentId}`)).body).toHaveLength(1);
+      await eventually('the audit line', () =>
+        app
+          .output()
+          .split('\n')
+          .some((l) => l.includes('admin.inbox.reset') && l.includes(id)),
+      );
+    } finally {
+      await page.close();
+    }
+  });
+
   it('is usable from the keyboard: Tab reaches the actions, Enter and Space operate them', async () => {
     const first = await deadPayment();
     const second = await deadPayment();
