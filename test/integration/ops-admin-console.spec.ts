@@ -186,6 +186,59 @@ describe.each(databaseKinds())('admin API for the console on %s', (kind) => {
     expect((await get(`/admin/inbox?consumer=${'x'.repeat(201)}`)).status).toBe(400);
   });
 
+  it('inbox reset: a failed or retrying record is deleted (one, or every failed one of a consumer), a processed one is refused', async () => {
+    const c = `reset-${randomUUID().slice(0, 8)}`;
+    await insertInbox(c, 'r-fail', 'failed', -4_000, 'boom');
+    await insertInbox(c, 'r-retry', 'retrying', -3_000, 'boom');
+    await insertInbox(c, 'r-done', 'processed', -2_000, null);
+    await insertInbox(c, 'r-fail-2', 'failed', -1_000, 'boom');
+    await insertInbox(`${c}-other`, 'r-fail', 'failed', -1_000, 'boom');
+    const post = (path: string) =>
+      fetch(`${url}/admin${path}`, { method: 'POST', headers: { 'x-test-operator': 'bob' } });
+    const ids = async (consumer: string) =>
+      ((await get(`/admin/inbox?consumer=${consumer}`)).body as any[]).map((r) => r.messageId);
+
+    const one = await post(`/inbox/${c}/r-fail/reset`);
+    expect(one.status).toBe(200);
+    expect(await one.json()).toMatchObject({
+      reset: true,
+      record: {
+        consumer: c,
+        messageId: 'r-fail',
+        status: 'failed',
+        attempts: 3,
+        lastError: 'boom',
+      },
+    });
+    expect((await post(`/inbox/${c}/r-retry/reset`)).status).toBe(200);
+    const processed = await post(`/inbox/${c}/r-done/reset`);
+    expect(processed.status).toBe(409);
+    expect(processed.headers.get('content-type')).toContain('application/problem+json');
+    expect(((await processed.json()) as any).detail).toContain('is processed');
+    const gone = await post(`/inbox/${c}/r-fail/reset`);
+    expect(gone.status).toBe(404);
+    expect(((await gone.json()) as any).type).toBe(
+      'urn:nestjs-exactly-once:problem:admin-not-found',
+    );
+    expect((await post(`/inbox/${'x'.repeat(201)}/r-fail/reset`)).status).toBe(400);
+    expect(await ids(c)).toEqual(['r-fail-2', 'r-done']);
+    expect(logger.events).toContainEqual(
+      expect.objectContaining({
+        event: 'admin.inbox.reset',
+        consumer: c,
+        messageId: 'r-fail',
+        principal: '7',
+      }),
+    );
+
+    // Every failed record of one consumer; the other consumer's failed record stays.
+    const bulk = await post(`/inbox/reset-failed?consumer=${c}`);
+    expect(bulk.status).toBe(200);
+    expect(await bulk.json()).toEqual({ reset: 1 });
+    expect(await ids(c)).toEqual(['r-done']);
+    expect(await ids(`${c}-other`)).toEqual(['r-fail']);
+  });
+
   it("a key's record shows when it was created, completed and expires", async () => {
     const key = randomUUID();
     expect((await post(key, { name: 'timed' })).status).toBe(201);
