@@ -19,6 +19,7 @@ import {
   EffectHandler,
   EmitterEffectListener,
   NatsEffectConsumer,
+  NatsEventEffectConsumer,
   RmqBareConsumer,
   RmqEffectConsumer,
 } from '../fixtures/inbox/effect-consumers';
@@ -269,20 +270,22 @@ describe.each(databaseKinds())('@IdempotentConsumer on %s', (kind) => {
     },
   );
 
-  describe('NATS (@MessagePattern, message-id header)', () => {
+  describe('NATS (@MessagePattern and @EventPattern, message-id header)', () => {
     let app: INestMicroservice;
     let client: ClientProxy;
+    let inbox: InboxService;
 
     beforeAll(async () => {
       app = await NestFactory.createMicroservice(
         InboxFixtureModule.register({
           dbUrl: db.url,
-          controllers: [NatsEffectConsumer],
+          controllers: [NatsEffectConsumer, NatsEventEffectConsumer],
           providers: [EffectHandler],
         }),
         { transport: Transport.NATS, options: { servers: [NATS_URL] }, logger: false },
       );
       await app.listen();
+      inbox = app.get(InboxService);
       client = ClientProxyFactory.create({
         transport: Transport.NATS,
         options: { servers: [NATS_URL] },
@@ -313,6 +316,53 @@ describe.each(databaseKinds())('@IdempotentConsumer on %s', (kind) => {
       expect(answers.filter((a) => a === `ran:${note}`)).toHaveLength(1);
       expect(answers.filter((a) => a === undefined || a === null)).toHaveLength(4);
       expect(DeliveryLog.deliveries.get(id)).toBe(5);
+      expect(await effects('NatsEffectConsumer.handle', note)).toBe(1);
+    });
+
+    const emit = async (cmd: EffectCommand, messageId: string) => {
+      const h = natsHeaders();
+      h.set('message-id', messageId);
+      await lastValueFrom(
+        client.emit('inbox.effect.event', new NatsRecordBuilder(cmd).setHeaders(h).build()),
+        { defaultValue: undefined },
+      );
+    };
+
+    it('retries a failed event in place after the backoff delay (NATS never redelivers): one effect', async () => {
+      const id = randomUUID();
+      const note = `nats-event-${id}`;
+      await emit({ note, failTimes: 2 }, id);
+      await waitFor(async () => (await effects('nats-events', note)) === 1, 'the effect');
+      expect(DeliveryLog.deliveries.get(id)).toBe(1);
+      expect(DeliveryLog.runs.get(id)).toBe(3);
+      expect(await inbox.find('nats-events', id)).toMatchObject({
+        status: 'processed',
+        attempts: 3,
+      });
+    });
+
+    it('records an event failing maxAttempts (3) times in place as failed', async () => {
+      const id = randomUUID();
+      const note = `nats-poison-${id}`;
+      await emit({ note, failTimes: 100 }, id);
+      await waitFor(
+        async () => (await inbox.find('nats-events', id))?.status === 'failed',
+        'the failed record',
+      );
+      expect(DeliveryLog.runs.get(id)).toBe(3);
+      expect(await effects('nats-events', note)).toBe(0);
+    });
+
+    it('answers a failed request with the error at once (the requester decides to ask again)', async () => {
+      const id = randomUUID();
+      const note = `nats-rpc-fail-${id}`;
+      await expect(send({ note, failTimes: 1 }, id)).rejects.toBeDefined();
+      expect(DeliveryLog.runs.get(id)).toBe(1);
+      expect(await inbox.find('NatsEffectConsumer.handle', id)).toMatchObject({
+        status: 'retrying',
+        attempts: 1,
+      });
+      expect(await send({ note }, id)).toBe(`ran:${note}`);
       expect(await effects('NatsEffectConsumer.handle', note)).toBe(1);
     });
 
