@@ -31,8 +31,8 @@ export interface InboxDelivery {
   reject(): void;
   /**
    * A failed attempt was counted (`retryMode: 'transport'`): make the transport deliver the
-   * message again in about `delayMs`, using `timers` for anything held in this process (it
-   * releases everything at once when the application shuts down).
+   * message again in about `delayMs`, using `timers` for anything held in this process (on
+   * shutdown it stops every timer and runs its `abandon` instead).
    */
   retryAfter(delayMs: number, timers: InboxRetryTimers): void;
 }

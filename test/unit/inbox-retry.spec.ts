@@ -35,21 +35,28 @@ describe('inbox retry delay', () => {
 });
 
 describe('InboxRetryTimers', () => {
-  it('releases every held delivery at once on shutdown, and ends in-place waits', async () => {
+  it('on shutdown stops every delay and abandons it (a held delivery is left to the channel close), and ends in-place waits', async () => {
     const timers = new InboxRetryTimers();
-    const released: string[] = [];
-    timers.later(3_600_000, () => released.push('a'));
-    timers.later(3_600_000, () => released.push('b'));
+    const seen: string[] = [];
+    timers.later(
+      3_600_000,
+      () => seen.push('released a'),
+      () => seen.push('abandoned a'),
+    );
+    timers.later(3_600_000, () => seen.push('released b'));
     const waited = timers.sleep(3_600_000);
     expect(timers.size).toBe(3);
-    expect(released).toEqual([]);
     timers.onModuleDestroy();
-    expect(released).toEqual(['a', 'b']);
+    expect(seen).toEqual(['abandoned a']);
     await expect(waited).resolves.toBe(false);
     expect(timers.size).toBe(0);
-    // After shutdown nothing is held any more.
-    timers.later(3_600_000, () => released.push('c'));
-    expect(released).toEqual(['a', 'b', 'c']);
+    // After shutdown nothing is held or released any more.
+    timers.later(
+      0,
+      () => seen.push('released c'),
+      () => seen.push('abandoned c'),
+    );
+    expect(seen).toEqual(['abandoned a', 'abandoned c']);
   });
 
   it('releases after the delay', async () => {
