@@ -71,11 +71,3 @@ export const RMQ_CONSUME_FAILED = (queue: string, error: unknown) =>
 
 export const BACKOFF_INVALID = (base: unknown, max: unknown) =>
   `Inbox: backoffBaseMs must be a number >= 0 and backoffMaxMs a number >= backoffBaseMs, got ${String(base)} and ${String(max)}.`;
-
-export const RETRY_SCHEDULED = (
-  consumer: string,
-  messageId: string,
-  attempts: number,
-  delayMs: number,
-) =>
-  `Inbox: consumer "${consumer}" failed on message ${messageId} (attempt ${attempts}); it runs again in ${delayMs} ms.`;

@@ -154,11 +154,6 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
     return inboxRetryDelayMs(counted ?? 1, opts);
   }
 
-  /** Failed attempts counted for the message whose attempt threw `error`, when known. @internal */
-  failedAttemptsOf(error: unknown): number | undefined {
-    return error !== null && typeof error === 'object' ? this.failedAttempts.get(error) : undefined;
-  }
-
   /**
    * A redelivery-heavy consumer (most recent deliveries were already settled): one read outside
    * any transaction. A committed record that settled the message (processed, or failed after
