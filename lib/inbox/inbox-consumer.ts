@@ -7,7 +7,8 @@ import type {
   IdempotentConsumerOptions,
   InboxProcessOptions,
 } from './inbox.interfaces';
-import type { InboxService } from './inbox.service';
+import { MESSAGE_ID_INVALID } from './inbox.messages';
+import { type InboxService, MAX_MESSAGE_ID_LENGTH } from './inbox.service';
 import {
   defaultMessageId,
   DEFAULT_MESSAGE_ID_SOURCES,
@@ -74,6 +75,9 @@ export async function consumeMessage(
   let id: string;
   try {
     id = messageIdOf(def, message);
+    // An id the table cannot hold never succeeds either: refused, not retried forever.
+    if (id.length > MAX_MESSAGE_ID_LENGTH)
+      throw new TypeError(MESSAGE_ID_INVALID(def.consumer, MAX_MESSAGE_ID_LENGTH));
   } catch (e) {
     // It will never get an id: requeueing would loop. Dead-lettered when the queue has a DLX.
     delivery.reject();

@@ -181,6 +181,20 @@ describe.each(databaseKinds())('@IdempotentConsumer on %s', (kind) => {
       expect(DeliveryLog.deliveries.get(id)).toBe(4);
     });
 
+    it('refuses a message id longer than 255 characters: not processed, rejected without requeue (not retried)', async () => {
+      const note = `long-id-${randomUUID()}`;
+      const long = 'x'.repeat(300);
+      ch.sendToQueue(
+        queue,
+        Buffer.from(JSON.stringify({ pattern: 'inbox.effect', data: { note } })),
+        { headers: { 'message-id': long } },
+      );
+      await ch.waitForConfirms();
+      await drain();
+      expect(DeliveryLog.deliveries.get(long)).toBe(1);
+      expect(await effects('rmq-effects', note)).toBe(0);
+    });
+
     it('refuses a message without a message id: not processed, rejected without requeue', async () => {
       const note = `no-id-${randomUUID()}`;
       await publish(undefined, { note });
