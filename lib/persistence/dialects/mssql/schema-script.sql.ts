@@ -6,9 +6,11 @@ const literal = (s: string) => `N'${s.replace(/'/g, "''")}'`;
 /**
  * T-SQL for sqlcmd / SSMS: batches separated by `GO`, each migration one batch that runs only
  * when TypeORM's migrations table does not record it, in a transaction with XACT_ABORT ON (a
- * failed statement rolls the whole migration back). Inside the batch a CREATE INDEX may name a
- * table created earlier in it: SQL Server resolves table names when the statement runs
- * (deferred name resolution). Filtered indexes need the SET options below when created.
+ * run-time error rolls the whole transaction back; a compile error runs nothing of the batch).
+ * Inside the batch a CREATE INDEX names a table created earlier in it: tables are resolved when
+ * the statement runs (deferred name resolution, which applies to table objects only), as the
+ * hand-kept script before this one relied on; run here on Babelfish. Filtered indexes need the
+ * SET options below when they are created.
  */
 export const mssqlSchemaScript: SchemaScriptWriter = (migrations, o) => {
   const table = q(o.migrationsTable);
