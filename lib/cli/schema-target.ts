@@ -76,7 +76,8 @@ function identifier(option: string, value: string): string {
 /** Connects to `--url`: a bad URL is a usage error, a failed connection a failure (both exit 2). */
 export async function connect(
   url: string | undefined,
-  extra: Partial<DataSourceOptions> = {},
+  extra:
+    Partial<DataSourceOptions> | ((options: DataSourceOptions) => Partial<DataSourceOptions>) = {},
 ): Promise<DataSource> {
   if (!url) throw new CliUsageError(MISSING_OPTION('--url'));
   let options: DataSourceOptions;
@@ -89,7 +90,8 @@ export async function connect(
     if (!existsSync(options.database))
       throw new CliUsageError(SQLITE_FILE_MISSING(options.database));
   }
-  const dataSource = new DataSource({ ...options, ...extra, logging: false } as DataSourceOptions);
+  const more = typeof extra === 'function' ? extra(options) : extra;
+  const dataSource = new DataSource({ ...options, ...more, logging: false } as DataSourceOptions);
   try {
     await dataSource.initialize();
   } catch (e) {

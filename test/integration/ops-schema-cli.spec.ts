@@ -1,4 +1,9 @@
-import { createTestDatabase, databaseKinds, type TestDatabase } from '../support/databases';
+import {
+  createTestDatabase,
+  databaseKinds,
+  openDataSource,
+  type TestDatabase,
+} from '../support/databases';
 import { runCliBin } from '../support/schema-cli';
 
 /**
@@ -41,6 +46,23 @@ describe.each(databaseKinds())('schema status / migrate on %s', (kind) => {
     const again = await runCliBin(['schema', 'migrate', '--url', db.url]);
     expect(again.stdout).toContain('nothing to apply');
     expect(again.code).toBe(0);
+
+    // An index dropped behind the migrations' back (they still record it): status names it.
+    const index =
+      kind === 'mariadb' ? 'ix_outbox_messages_status_sent_at' : 'ix_outbox_messages_sent_at';
+    const ds = await openDataSource(db.url);
+    try {
+      await ds.query(
+        kind === 'mariadb' || kind === 'mssql'
+          ? `DROP INDEX ${index} ON outbox_messages`
+          : `DROP INDEX ${index}`,
+      );
+    } finally {
+      await ds.destroy();
+    }
+    const dropped = await runCliBin(['schema', 'status', '--url', db.url]);
+    expect(dropped.stdout).toMatch(new RegExp(`lacks the index ${index}`, 'i'));
+    expect(dropped.code).toBe(1);
   });
 });
 
