@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as ts from 'typescript';
 
@@ -8,7 +7,6 @@ import * as ts from 'typescript';
  * it in a generated app from the packed package (test/consumer/testing-kit.case.js); this spec
  * keeps it true in every CI run of the main suite.
  */
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const { testingKitSnippet } = require('../consumer/testing-kit.case.js') as {
   testingKitSnippet: () => { path: string; code: string };
 };
