@@ -31,6 +31,7 @@ export {
   type RedisCommandClient,
   type RedisReplayCacheStoreOptions,
 } from './persistence/redis-replay-cache.store';
+export { LibraryClock } from './persistence/library-clock';
 export { DIAGNOSTICS_CHANNELS } from './diagnostics/diagnostics.channels';
 
 // HTTP idempotency gate

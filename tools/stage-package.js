@@ -10,6 +10,7 @@
  * be published by mistake); `npm pack ./dist/package` gives the tarball the consumer test installs.
  */
 const {
+  chmodSync,
   cpSync,
   existsSync,
   mkdirSync,
@@ -38,6 +39,7 @@ const PUBLISHED = [
   'bugs',
   'main',
   'types',
+  'bin',
   'exports',
   'typesVersions',
   'files',
@@ -88,9 +90,12 @@ function* files(dir) {
 const lib = join(root, 'dist', 'lib');
 if (!existsSync(join(lib, 'index.js')))
   fail('dist/lib/index.js is missing: run `npm run build` first');
-// Nothing test-only may ship: the fault suite's crash switch lives under test/.
+// Nothing of this repository's tests may ship: the fault suite's crash switch lives under test/.
+// The one `testing` folder that ships is the testing kit (`nestjs-exactly-once/testing`).
+const kit = join(lib, 'testing');
 for (const f of files(lib)) {
-  if (/[\\/]testing[\\/]/.test(f) || readFileSync(f, 'utf8').includes('EO_TEST_FAULTS'))
+  const inKit = f.startsWith(kit + '/') || f.startsWith(kit + '\\');
+  if ((!inKit && /[\\/]testing[\\/]/.test(f)) || readFileSync(f, 'utf8').includes('EO_TEST_FAULTS'))
     fail(`test-only code in the build: ${relative(root, f)}`);
 }
 
@@ -109,6 +114,15 @@ for (const f of markdown) {
   const broken = brokenLinks(readFileSync(f, 'utf8'), dirname(f));
   if (broken.length)
     fail(`${relative(out, f)} links to what the package does not hold: ${broken.join(', ')}`);
+}
+
+// The executables (package.json `bin`): there, with their shebang, and executable in the tarball.
+for (const target of Object.values(pkg.bin ?? {})) {
+  const file = join(out, target);
+  if (!existsSync(file)) fail(`bin ${target} is missing: run \`npm run build\` first`);
+  if (!readFileSync(file, 'utf8').startsWith('#!/usr/bin/env node'))
+    fail(`bin ${target} does not start with #!/usr/bin/env node`);
+  chmodSync(file, 0o755);
 }
 
 const manifest = {};

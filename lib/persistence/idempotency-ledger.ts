@@ -37,7 +37,7 @@ export interface LedgerRequest {
 export interface Reservation {
   id: string;
   token: string;
-  /** `performance.now()` before the reservation's statement (its record expires ttl after a later moment). */
+  /** The replay cache's clock (`ReplayCache.now()`) before the reservation's statement (its record expires ttl after a later moment). */
   since?: number;
   /** The request that holds it (the replay cache keeps its answer once completed and committed). */
   request?: LedgerRequest;
@@ -122,7 +122,7 @@ export class IdempotencyLedger {
     const exec = this.db.exec();
     const params = this.reserveParams(req);
     for (let attempt = 0; attempt < RESERVE_ATTEMPTS; attempt++) {
-      const since = performance.now();
+      const since = this.cache.now();
       const started = Date.now();
       const r = await this.sql.reserve(exec, params);
       this.metrics.idempotencyStoreLatency.record(Date.now() - started, { op: 'reserve' });
@@ -155,7 +155,7 @@ export class IdempotencyLedger {
     req: LedgerRequest,
     singleWrite: SingleWriteIdempotencySql,
   ): Promise<LedgerDecision> {
-    const since = performance.now();
+    const since = this.cache.now();
     const started = Date.now();
     const { locked, row } = await singleWrite.claim(this.db.exec(), {
       scope: req.scope,
@@ -229,7 +229,7 @@ export class IdempotencyLedger {
     const cached = this.fromCache(req);
     if (cached) return cached;
     let row: IdempotencyRow | undefined;
-    const since = performance.now();
+    const since = this.cache.now();
     try {
       const started = Date.now();
       row = await this.db.withoutTransaction(() =>

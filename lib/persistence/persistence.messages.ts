@@ -11,6 +11,9 @@ export const SCHEMA_NOT_MIGRATED = (problems: string[], notApplied: string[]) =>
 
 export const TABLE_MISSING = (table: string) => `table ${table} does not exist`;
 
+export const INDEX_MISSING = (table: string, index: string) =>
+  `table ${table} lacks the index ${index}`;
+
 export const COLUMNS_MISSING = (table: string, error: string) =>
   `table ${table} lacks columns the library needs (${error})`;
 

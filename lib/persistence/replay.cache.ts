@@ -1,4 +1,4 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options';
 import { LibraryLogger } from '../observability/library-logger';
@@ -9,6 +9,7 @@ import {
   type ReplayCacheStore,
 } from './replay-cache.store';
 import { ReplayArena } from './replay-cache.arena';
+import { LibraryClock, MONOTONIC_CLOCK } from './library-clock';
 
 export type { CachedRecord } from './replay-cache.store';
 
@@ -55,12 +56,15 @@ export class ReplayCache {
   private readonly storeTimeoutMs: number;
   private readonly logger: LibraryLogger;
   private lastStoreWarning = -Infinity;
+  private readonly clock: LibraryClock;
 
   constructor(
     @Inject(IDEMPOTENCY_OPTIONS)
     options: Pick<ResolvedIdempotencyOptions, 'replayCache'> &
       Partial<Pick<ResolvedIdempotencyOptions, 'logger'>>,
+    @Optional() @Inject(LibraryClock) clock?: LibraryClock,
   ) {
+    this.clock = clock ?? MONOTONIC_CLOCK;
     const o = options.replayCache;
     this.maxBytes = o === false ? 0 : o.maxBytes;
     this.maxAgeMs = o === false ? 0 : o.maxAgeMs;
@@ -89,20 +93,25 @@ export class ReplayCache {
     return this.arena.count;
   }
 
+  /** The clock lifetimes are measured on (`since` of {@link set} is one of its readings). */
+  now(): number {
+    return this.clock.now();
+  }
+
   /** The key's live entry, or undefined. */
   get(scope: string, key: string): CachedRecord | undefined {
     if (!this.enabled) return undefined;
-    return this.arena.get(cacheKey(scope, key), performance.now());
+    return this.arena.get(cacheKey(scope, key), this.clock.now());
   }
 
   /**
-   * Keeps a committed, completed record for at most `lifetimeMs` from `since` (a
-   * `performance.now()` taken before the database computed the record's expiry).
+   * Keeps a committed, completed record for at most `lifetimeMs` from `since` (a {@link now}
+   * reading taken before the database computed the record's expiry).
    */
   set(scope: string, key: string, record: CachedRecord, lifetimeMs: number, since: number): void {
     if (!this.enabled) return;
     const until = since + Math.min(lifetimeMs, this.maxAgeMs);
-    if (!(until > performance.now())) return;
+    if (!(until > this.clock.now())) return;
     this.arena.set(cacheKey(scope, key), record, until);
   }
 
@@ -113,7 +122,7 @@ export class ReplayCache {
 
   /** Drops every entry past its lifetime (after a cleanup run). */
   prune(): void {
-    this.arena.prune(performance.now());
+    this.arena.prune(this.clock.now());
   }
 
   /** Drops everything. */
@@ -154,8 +163,7 @@ export class ReplayCache {
    */
   share(scope: string, key: string, record: CachedRecord, lifetimeMs: number, since: number): void {
     if (!this.store) return;
-    const ttlMs =
-      since + Math.min(lifetimeMs, this.maxAgeMs) - performance.now() - SHARED_MARGIN_MS;
+    const ttlMs = since + Math.min(lifetimeMs, this.maxAgeMs) - this.clock.now() - SHARED_MARGIN_MS;
     if (!(ttlMs >= 1)) return;
     let write: Promise<unknown>;
     try {
@@ -172,7 +180,7 @@ export class ReplayCache {
   }
 
   private warn(op: string, e: unknown): void {
-    const now = performance.now();
+    const now = this.clock.now();
     if (now - this.lastStoreWarning < STORE_WARNING_INTERVAL_MS) return;
     this.lastStoreWarning = now;
     this.logger.warn({

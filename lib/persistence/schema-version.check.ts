@@ -67,6 +67,25 @@ export async function checkSchemaVersion(
   tables: QuotedTables,
   naming: MigrationNamingOptions,
 ): Promise<void> {
+  const { problems, notApplied } = await schemaDifferences(dataSource, tables, naming);
+  if (problems.length === 0 && notApplied.length === 0) return;
+  throw new IdempotencyMisconfiguredError(SCHEMA_NOT_MIGRATED(problems, notApplied));
+}
+
+/** How the database differs from this version's schema (what `schema status` prints). */
+export interface SchemaDifferences {
+  /** Missing tables and columns. */
+  problems: string[];
+  /** The library's migrations TypeORM's migrations table does not record. */
+  notApplied: string[];
+}
+
+/** The two checks of checkSchemaVersion, without throwing. */
+export async function schemaDifferences(
+  dataSource: DataSource,
+  tables: QuotedTables,
+  naming: MigrationNamingOptions,
+): Promise<SchemaDifferences> {
   const problems: string[] = [];
   for (const kind of Object.keys(COLUMNS) as Array<keyof QuotedTables>) {
     const problem = await probe(dataSource, tables[kind], COLUMNS[kind]);
@@ -77,8 +96,7 @@ export async function checkSchemaVersion(
   const recordsLibrary = applied !== undefined && expected.some((name) => applied.has(name));
   const notApplied =
     recordsLibrary || problems.length > 0 ? expected.filter((name) => !applied?.has(name)) : [];
-  if (problems.length === 0 && notApplied.length === 0) return;
-  throw new IdempotencyMisconfiguredError(SCHEMA_NOT_MIGRATED(problems, notApplied));
+  return { problems, notApplied };
 }
 
 /** Undefined when the table has the columns; else what is wrong with it. */

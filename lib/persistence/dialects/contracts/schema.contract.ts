@@ -21,3 +21,31 @@ export interface SchemaDdl {
    */
   outboxDeadIndex(features: ServerFeatures): SchemaSql;
 }
+
+/** One library migration as the schema script prints it: its TypeORM name and statements. */
+export interface ScriptMigration {
+  /** The class name TypeORM records (e.g. `CreateOutboxMessages1763700000200`). */
+  name: string;
+  /** The 13-digit timestamp TypeORM reads from the end of the name. */
+  timestamp: number;
+  up: string[];
+}
+
+export interface SchemaScriptOptions {
+  /** Schema of the library's tables, created when missing (SQL Server, PostgreSQL). */
+  schema?: string;
+  /** TypeORM's migrations table (the DataSource's `migrationsTableName`, default `migrations`). */
+  migrationsTable: string;
+  /** Comment lines printed at the top. */
+  header: string[];
+}
+
+/**
+ * The script a DBA reviews and runs instead of the app's migrations: every migration guarded
+ * (skipped when TypeORM's migrations table records it) and recorded there once applied, so that
+ * re-running the script changes nothing and an app that lists the migrations finds them applied.
+ */
+export type SchemaScriptWriter = (
+  migrations: readonly ScriptMigration[],
+  options: SchemaScriptOptions,
+) => string;
