@@ -1,4 +1,12 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
+import {
+  reencryptWith,
+  type ReencryptOptions,
+  type ReencryptReport,
+} from '../encryption/reencrypt-stored-answers';
+import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
+import type { ResolvedIdempotencyOptions } from '../idempotency.options';
+import { REENCRYPT_NO_RING } from './maintenance.messages';
 import { MaintenanceStore } from './maintenance.store';
 import { keyHashOf } from '../gate/idempotency-context';
 import { buildScope } from '../gate/request-scope';
@@ -109,7 +117,21 @@ export class IdempotencyAdminService {
   constructor(
     private readonly store: MaintenanceStore,
     private readonly outbox: OutboxAdminService,
+    @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
   ) {}
+
+  /**
+   * The re-encryption job: rewrites the stored answers not sealed under the key ring's first key
+   * (an older key, the single `encryptionKey`'s format, or plaintext under `acceptPlaintext`) in
+   * batches, with a compare-and-set per record (a record written again meanwhile, or in flight,
+   * is left alone); the replay caches forget each rewritten record. Resumable: pass the report's
+   * `cursor` as `after`. Throws when no key ring is configured.
+   */
+  reencryptStoredAnswers(options: ReencryptOptions = {}): Promise<ReencryptReport> {
+    const ring = this.options.encryption;
+    if (!ring) throw new Error(REENCRYPT_NO_RING);
+    return reencryptWith(this.store.reencryptTarget(), ring, options);
+  }
 
   /** Messages in sequence order, filtered by status and/or partition key (keyset paging by `afterSeq`). */
   listOutbox(filter: OutboxListFilter = {}): Promise<OutboxEntry[]> {
@@ -237,7 +259,7 @@ export function scopeOf(ref: IdempotencyScopeRef): string {
   return buildScope(ref.tenant ?? '-', ref.principal ?? '-', ref.method, ref.route);
 }
 
-/** The headers column of the ledger: `{"h": [[name, value], …]}`, or `{"encrypted": 1}`. */
+/** The headers column of the ledger: `{"h": [[name, value], …]}`, or `{"encrypted": 2, "kid": …}` (1: before key rings). */
 function storedHeaders(text: string | null): {
   responseHeaders: Record<string, string> | null;
   encrypted: boolean;

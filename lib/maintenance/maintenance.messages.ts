@@ -53,3 +53,12 @@ export const ADMIN_CONSOLE_UNGUARDED =
   'If a proxy in front of the app already authenticates these routes, say so explicitly: console: { allowUnguarded: true }.';
 
 export const ADMIN_BAD_ORDER = (value: string) => `order must be oldest or newest; got "${value}".`;
+
+export const REENCRYPT_NO_RING =
+  'Re-encryption needs a key ring: set encryption: { keys: [{ id, key }, …] } in IdempotencyModule (the first key seals).';
+
+export const ADMIN_BAD_CURSOR = (value: string) =>
+  `after must be a record id (digits) from an earlier report's cursor; got "${value}".`;
+
+export const ADMIN_BAD_BATCH = (name: string, value: string, max: number) =>
+  `${name} must be a whole number from 1 to ${max}; got "${value}".`;
