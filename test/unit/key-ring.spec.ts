@@ -92,3 +92,23 @@ describe('keysFromEnv', () => {
     expect(() => keysFromEnv(':abc', 'MY_KEYS')).toThrow(/MY_KEYS/);
   });
 });
+
+describe('IdempotencyModule boot with a malformed ring', () => {
+  it('fails at compile with the fix in the message', async () => {
+    const { Test } = await import('@nestjs/testing');
+    const { IdempotencyModule } = await import('../../lib');
+    const compiling = Test.createTestingModule({
+      imports: [
+        IdempotencyModule.forRoot({
+          encryption: {
+            keys: [
+              { id: 'k1', key: key() },
+              { id: 'k1', key: key() },
+            ],
+          },
+        }),
+      ],
+    }).compile();
+    await expect(compiling).rejects.toThrow(/"k1" twice/);
+  });
+});
