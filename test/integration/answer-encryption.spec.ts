@@ -224,4 +224,44 @@ describe.each(databaseKinds())('stored-answer key ring on %s', (kind) => {
     });
     for (const name of ['plain', 'a', 'b']) expect(await count(name)).toBe(1);
   });
+
+  it('the job runs beside live traffic: first executions and retries meanwhile, every answer replays, nothing runs twice', async () => {
+    const k3 = { id: 'k3', key: randomBytes(32) };
+    const old = ['plain', 'a', 'b', 'c', 'd', 'e', 'f'];
+    const fresh = ['g1', 'g2', 'g3', 'g4', 'g5', 'g6'];
+    await withApp(ring({ keys: [k3, k2] }), async (post) => {
+      let rewritten = 0;
+      const job = (async () => {
+        let cursor: string | undefined;
+        for (;;) {
+          const r = await reencryptStoredAnswers(
+            ds,
+            { keys: [k3, k2] },
+            { batchSize: 1, maxBatches: 1, after: cursor },
+          );
+          rewritten += r.rewritten;
+          expect(r.unreadable).toBe(0);
+          cursor = r.cursor;
+          if (r.done) return;
+        }
+      })();
+      const traffic = Promise.all([
+        ...old.map(async (name) => expectReplay(await post(name), name)),
+        ...fresh.map(async (name) => {
+          first[name] = await post(name);
+          expect(first[name].status).toBe(201);
+          expectReplay(await post(name), name);
+        }),
+      ]);
+      await Promise.all([job, traffic]);
+      expect(rewritten).toBeGreaterThanOrEqual(old.length);
+      // After the job: everything under k3 (a second run may catch what was written meanwhile).
+      await reencryptStoredAnswers(ds, { keys: [k3, k2] });
+      for (const name of [...old, ...fresh]) {
+        expect(await kidOf(name)).toBe('k3');
+        expectReplay(await post(name), name);
+        expect(await count(name)).toBe(1);
+      }
+    });
+  });
 });
