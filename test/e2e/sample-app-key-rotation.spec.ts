@@ -58,7 +58,8 @@ describe('sample app: stored answers under a rotated key ring (sqlite)', () => {
     const bytes = fileBytes();
     // The grep reads the right bytes: the outbox event (not encrypted) holds the payment id.
     expect(bytes.includes(Buffer.from(`"paymentId":"${payment.id}"`))).toBe(true);
-    // The stored answer: neither its body, nor its JSON fields, nor its Location header.
+    // The stored answer: neither its body, nor its JSON fields, nor its Location header. (The
+    // amount is not searched alone: the payments row and the outbox event hold it in clear.)
     expect(bytes.includes(first.bytes)).toBe(false);
     expect(bytes.includes(Buffer.from(`"id":"${payment.id}"`))).toBe(false);
     expect(bytes.includes(Buffer.from(`/payments/${payment.id}`))).toBe(false);
