@@ -1,4 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { ENVELOPE_V1, envelopeHeader } from '../encryption/answer-envelope';
+import { LEGACY_KEY_ID } from '../encryption/key-ring';
 import {
   reencryptWith,
   type ReencryptOptions,
@@ -91,6 +93,11 @@ export interface IdempotencyKeyView {
   responseHeaders: Record<string, string> | null;
   /** The stored answer is sealed with the module's encryption key. */
   encrypted: boolean;
+  /**
+   * The id of the key the stored answer is sealed under (`default` for the envelope of the single
+   * `encryptionKey`), or null when it is not encrypted: what a key rotation is waiting for.
+   */
+  keyId: string | null;
   /** Size of the stored (possibly encrypted) response body. */
   responseBodyBytes: number;
   /** Past its expiry: counts as absent and is deleted by cleanup. */
@@ -187,6 +194,7 @@ export class IdempotencyAdminService {
       state: row.state,
       responseStatus: row.responseStatus,
       ...storedHeaders(row.responseHeaders),
+      keyId: sealedUnder(row.responseHeaders, row.responseBody),
       responseBodyBytes: row.responseBody?.length ?? 0,
       expired: row.expired,
       leaseRemainingMs: row.leaseRemainingMs,
@@ -275,4 +283,12 @@ function storedHeaders(text: string | null): {
   } catch {
     return { responseHeaders: null, encrypted: false };
   }
+}
+
+/** The key id of a sealed answer (format 1 has none: it was the `default` key), or null. */
+function sealedUnder(headers: string | null, body: Buffer | null): string | null {
+  if (!storedHeaders(headers).encrypted) return null;
+  const head = envelopeHeader(body);
+  if (head?.version === ENVELOPE_V1) return LEGACY_KEY_ID;
+  return head?.keyId ?? null;
 }

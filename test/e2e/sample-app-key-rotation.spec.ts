@@ -91,6 +91,19 @@ describe('sample app: stored answers under a rotated key ring (sqlite)', () => {
     const res = await fetch(`${url}/admin/idempotency/reencrypt?batchSize=100`, { method: 'POST' });
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ rewritten: 1, unreadable: 0, done: true });
+    // The admin API's look-up names the key the record is now under.
+    const [{ scope }] = await ds.query(
+      'SELECT scope FROM idempotency_records WHERE idempotency_key = ?',
+      [key],
+    );
+    const view = await fetch(
+      `${url}/admin/idempotency?scope=${encodeURIComponent(scope)}&key=${encodeURIComponent(key)}`,
+    );
+    expect(await view.json()).toMatchObject({
+      encrypted: true,
+      keyId: 'k2',
+      responseHeaders: null,
+    });
     const r = await retry(k2);
     expect(r.status).toBe(201);
     expect(r.headers.get('idempotency-replayed')).toBe('true');
