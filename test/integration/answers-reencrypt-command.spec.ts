@@ -96,6 +96,10 @@ describe.each(databaseKinds())('CLI answers reencrypt on %s', (kind) => {
     });
     expect(await run(env(k2), ['--url', db.url, '--batch-size', '0'])).toMatchObject({ code: 2 });
     expect((await run(undefined, ['--help'])).stdout).toContain('answers reencrypt --url');
+    expect(await run(env(k2), ['--url', db.url, '--table', 'no_such_table'])).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('stopped by an error'),
+    });
   });
 
   it('without the old key: exits 1 naming it, and rewrites nothing', async () => {

@@ -8,6 +8,7 @@ import {
   REENCRYPT_BAD_ARG,
   REENCRYPT_BAD_NUMBER,
   REENCRYPT_BAD_URL,
+  REENCRYPT_FAILED,
   REENCRYPT_LEFT,
   REENCRYPT_NO_KEYS,
   REENCRYPT_NO_URL,
@@ -56,8 +57,9 @@ export const answersReencryptCommand = {
       process.stderr.write(`answers reencrypt: cannot connect: ${(e as Error).message}\n`);
       return 2;
     }
+    const total = emptyReport(parsed.after);
     try {
-      const total = await runInBatches(dataSource, ring, parsed);
+      await runInBatches(dataSource, ring, parsed, total);
       process.stdout.write(`${JSON.stringify(total)}\n`);
       if (total.unreadable > 0 || total.plaintextLeft > 0) {
         process.stderr.write(
@@ -66,19 +68,17 @@ export const answersReencryptCommand = {
         return 1;
       }
       return 0;
+    } catch (e) {
+      process.stderr.write(`${REENCRYPT_FAILED((e as Error).message, total.cursor)}\n`);
+      return 2;
     } finally {
       await dataSource.destroy();
     }
   },
 };
 
-/** One batch per call, a progress line after each, the counts added up. */
-async function runInBatches(
-  dataSource: DataSource,
-  ring: KeyRing,
-  a: ReencryptArgs,
-): Promise<ReencryptReport> {
-  const total: ReencryptReport = {
+function emptyReport(after: string | undefined): ReencryptReport {
+  return {
     scanned: 0,
     rewritten: 0,
     current: 0,
@@ -86,9 +86,18 @@ async function runInBatches(
     plaintextLeft: 0,
     unreadable: 0,
     missingKeyIds: [],
-    cursor: a.after,
+    cursor: after,
     done: false,
   };
+}
+
+/** One batch per call, a progress line after each, the counts added up in `total`. */
+async function runInBatches(
+  dataSource: DataSource,
+  ring: KeyRing,
+  a: ReencryptArgs,
+  total: ReencryptReport,
+): Promise<void> {
   const missing = new Set<string>();
   for (let batch = 0; a.maxBatches === undefined || batch < a.maxBatches; batch++) {
     const r = await reencryptStoredAnswers(dataSource, ring, {
@@ -114,7 +123,6 @@ async function runInBatches(
     if (r.done) break;
   }
   total.missingKeyIds = [...missing].sort();
-  return total;
 }
 
 function parseArgs(args: string[]): ReencryptArgs {

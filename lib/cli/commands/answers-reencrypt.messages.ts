@@ -15,8 +15,8 @@ in batches, beside live traffic (compare-and-set per record). Resumable with --a
   --accept-plaintext   also seal answers stored unencrypted (before keys were set)
 
 Exit code: 0 when every record read is under the first key; 1 when some are left (unreadable,
-sealed under a key not in the ring, or plaintext without --accept-plaintext); 2 on a usage or
-configuration error.`;
+sealed under a key not in the ring, or plaintext without --accept-plaintext); 2 on a usage,
+configuration or database error (what was rewritten stays; --after resumes).`;
 
 export const REENCRYPT_NO_KEYS =
   'IDEMPOTENCY_ENCRYPTION_KEYS is not set: give the ring as "newid:<base64 of 32 bytes>,oldid:<base64 of 32 bytes>" (the first encrypts; keep the old keys in it).';
@@ -41,3 +41,6 @@ export const REENCRYPT_PROGRESS = (
 
 export const REENCRYPT_LEFT = (missing: readonly string[], unreadable: number, plaintext: number) =>
   `reencrypt: ${unreadable} record(s) cannot be opened${missing.length ? ` (sealed under ${missing.map((k) => `"${k}"`).join(', ')}, not in IDEMPOTENCY_ENCRYPTION_KEYS: put those keys back in the ring)` : ''}; ${plaintext} plaintext record(s) left (--accept-plaintext seals them).`;
+
+export const REENCRYPT_FAILED = (error: string, cursor: string | undefined) =>
+  `answers reencrypt: stopped by an error (${error}). What was rewritten stays rewritten; run again${cursor ? ` with --after ${cursor} to resume` : ''}.`;
