@@ -1,5 +1,6 @@
 import { inboxBackoffProblem } from './inbox/inbox-backoff';
 import { stripUndefined } from './internal/strip-undefined';
+import { resolveKeyRing } from './encryption/key-ring';
 import {
   DEFAULT_STORED_HEADERS,
   defaultStoreStatus,
@@ -88,30 +89,17 @@ const STRAY_WRITES = new Set<unknown>(['error', 'warn', 'ignore']);
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 
-function parseEncryptionKey(key: Buffer | string | undefined): Buffer | undefined {
-  if (key === undefined) return undefined;
-  const buf = Buffer.isBuffer(key)
-    ? key
-    : /^[0-9a-fA-F]{64}$/.test(key)
-      ? Buffer.from(key, 'hex')
-      : Buffer.from(key, 'base64');
-  if (buf.length !== 32) {
-    throw new Error(
-      'IdempotencyModule: encryptionKey must be 32 bytes (a Buffer, 64 hex digits or base64).',
-    );
-  }
-  return buf;
-}
-
 /** The one place where defaults are merged (used by forRoot and forRootAsync). */
 export function resolveOptions(options: IdempotencyModuleOptions = {}): ResolvedIdempotencyOptions {
   // Read when the module is registered (NODE_ENV may be set after this file was imported).
   const strayWrites = options.strayWrites ?? defaultStrayWrites();
+  const ring = resolveKeyRing(options.encryption, options.encryptionKey);
   const merged: ResolvedIdempotencyOptions = {
     ...DEFAULT_OPTIONS,
     ...stripUndefined(options),
     strayWrites,
-    encryptionKey: parseEncryptionKey(options.encryptionKey),
+    encryption: ring,
+    encryptionKey: options.encryptionKey !== undefined ? ring?.primary.key : undefined,
     storedHeaders: (options.storedHeaders ?? DEFAULT_STORED_HEADERS).map((h) => h.toLowerCase()),
     statusHeader: statusHeaderName(options.statusHeader),
     tables: { ...DEFAULT_OPTIONS.tables, ...stripUndefined(options.tables ?? {}) },

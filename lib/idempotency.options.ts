@@ -1,6 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import type { OutboxPublisher } from './outbox/outbox-publisher.interface';
 import type { ReplayCacheStore } from './persistence/replay-cache.store';
+import type { EncryptionOptions, KeyRing } from './encryption/key-ring';
 
 /** How a guarded handler runs relative to its reservation. See README "Execution modes". */
 export type IdempotencyMode = 'transactional' | 'leased';
@@ -279,8 +280,19 @@ export interface IdempotencyModuleOptions extends IdempotencyEndpointOptions<any
   principalResolver?: RequestResolver;
   /** Lock wait before a duplicate of an in-flight request answers 409, in ms. Default 100. */
   lockTimeoutMs?: number;
-  /** Encrypt stored response bodies at rest with AES-256-GCM under this 32-byte key (Buffer, or base64/hex string). */
+  /**
+   * Deprecated: use `encryption: { keys }`. Encrypts stored answers at rest with AES-256-GCM
+   * under this 32-byte key (Buffer, or base64/hex string): a key ring of one, under the id
+   * `default`.
+   */
   encryptionKey?: Buffer | string;
+  /**
+   * Encrypts stored answers (headers and body) at rest with AES-256-GCM under a key ring: the
+   * first key seals, every key opens; each envelope names its key and is bound to its record.
+   * While set, a plaintext stored answer is refused (500 problem) unless `acceptPlaintext`.
+   * See docs/security.md.
+   */
+  encryption?: EncryptionOptions;
   outbox?: OutboxOptions;
   inbox?: InboxOptions;
   cleanup?: CleanupOptions;
@@ -299,6 +311,7 @@ export interface ResolvedIdempotencyOptions extends Required<
     | 'transactionConnectionName'
     | 'schema'
     | 'encryptionKey'
+    | 'encryption'
     | 'tenantResolver'
     | 'principalResolver'
     | 'logger'
@@ -319,7 +332,10 @@ export interface ResolvedIdempotencyOptions extends Required<
   dataSource?: string;
   transactionConnectionName?: string;
   schema?: string;
+  /** The deprecated single key, when given (it is also the ring's only key, id `default`). */
   encryptionKey?: Buffer;
+  /** The key ring of stored answers (from `encryption`, or `encryptionKey`); undefined: not encrypted. */
+  encryption?: KeyRing;
   tenantResolver?: RequestResolver;
   principalResolver?: RequestResolver;
   logger?: LoggerService | false;

@@ -25,6 +25,19 @@ export {
   type IdempotencyModuleOptions,
 } from './idempotency.options';
 export { REPLAYED_HEADER } from './idempotency.constants';
+// At rest encryption of stored answers (key ring, re-encryption job)
+export {
+  KeyRing,
+  keysFromEnv,
+  LEGACY_KEY_ID,
+  type EncryptionKeyOption,
+  type EncryptionOptions,
+} from './encryption/key-ring';
+export {
+  reencryptStoredAnswers,
+  type ReencryptOptions,
+  type ReencryptReport,
+} from './encryption/reencrypt-stored-answers';
 export type { ReplayCacheStore } from './persistence/replay-cache.store';
 export {
   RedisReplayCacheStore,

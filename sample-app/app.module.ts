@@ -10,6 +10,7 @@ import {
   type ReplayCacheStore,
 } from '../lib';
 import { databaseOptionsFromUrl, DEFAULT_DB_URL } from './config/database.config';
+import { encryptionFromEnv } from './config/encryption.config';
 import { idempotencyModeFromEnv, numberFromEnv } from './config/sample.config';
 import { AuthModule } from './auth/auth.module';
 import type { SampleCaller } from './auth/auth.guard';
@@ -102,8 +103,9 @@ export class AppModule {
               relayHeartbeatTimeoutMs: numberFromEnv('HEALTH_RELAY_TIMEOUT_MS'),
               maxDeadLetters: numberFromEnv('HEALTH_MAX_DEAD_LETTERS'),
             },
-            // 32 bytes as 64 hex digits or base64: stored response bodies are sealed with AES-256-GCM.
-            encryptionKey: process.env.IDEMPOTENCY_ENCRYPTION_KEY || undefined,
+            // Stored answers sealed with AES-256-GCM under a key ring: IDEMPOTENCY_ENCRYPTION_KEYS
+            // ("id:base64,id:base64", the first encrypts), or IDEMPOTENCY_ENCRYPTION_KEY (one key).
+            ...encryptionFromEnv(),
             replayCache: replayCacheStore ? { store: replayCacheStore } : undefined,
             // The tenant comes from X-Tenant-Id; the principal is who is calling: the subject
             // SampleAuthGuard put on the request (a token's user, an API key's client), so a

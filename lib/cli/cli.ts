@@ -1,6 +1,7 @@
 import type { CliCommand } from './cli-command';
 import { CliFailure, CliUsageError } from './cli-command';
 import { UNKNOWN_COMMAND } from './cli.messages';
+import { answersReencryptCommand } from './commands/answers-reencrypt.command';
 import { schemaMigrateCommand } from './commands/schema-migrate.command';
 import { schemaSqlCommand } from './commands/schema-sql.command';
 import { schemaStatusCommand } from './commands/schema-status.command';
@@ -10,6 +11,7 @@ export const COMMANDS: readonly CliCommand[] = [
   schemaSqlCommand,
   schemaStatusCommand,
   schemaMigrateCommand,
+  answersReencryptCommand,
 ];
 
 const PROGRAM = 'nestjs-exactly-once';

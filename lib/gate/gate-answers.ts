@@ -6,10 +6,17 @@ import type { LedgerDecision, SettledDecision } from '../persistence/idempotency
 import type { GuardedRequest } from './guarded-request';
 import { problemAnswer, PROBLEM_TYPES, type ProblemException } from '../problem-details';
 import { replayAnswer, ReplayResponse } from './idempotency-exception.filter';
-import { inProgress, keyReused, storedResponseUnreadable } from './idempotency.errors';
+import {
+  inProgress,
+  keyReused,
+  storedResponseKeyUnknown,
+  storedResponseNotEncrypted,
+  storedResponseUnreadable,
+} from './idempotency.errors';
+import { StoredAnswerError } from '../encryption/answer-envelope';
 import { requestPath } from '../internal/http-platform';
 import type { ResponseCapture } from './response-capture';
-import { decodeSnapshot, type ResponseSnapshot } from './response-snapshot';
+import { decodeSnapshot, type ResponseSnapshot, sealingOf } from './response-snapshot';
 
 /** What a request that does not run answers: a stored replay, or a problem. */
 export type GateAnswer =
@@ -25,8 +32,8 @@ export class GateAnswers {
   private readonly logger: LibraryLogger;
   /**
    * Decoded answers of records the replay cache holds (the same answer object on every hit), so
-   * a replay parses the stored headers once, not per request. Never with `encryptionKey`: a
-   * sealed body stays sealed in memory and is opened per replay.
+   * a replay parses the stored headers once, not per request. Never with a key ring: a sealed
+   * answer stays sealed in memory and is opened per replay.
    */
   private readonly decoded = new WeakMap<object, ResponseSnapshot>();
 
@@ -62,24 +69,41 @@ export class GateAnswers {
         let snapshot = this.decoded.get(d.answer);
         try {
           if (!snapshot) {
+            const ring = this.options.encryption;
             snapshot = decodeSnapshot(
               d.answer.status,
               d.answer.headers,
               d.answer.body,
-              this.options.encryptionKey,
+              sealingOf(ring, g.ledger),
             );
-            if (!this.options.encryptionKey) this.decoded.set(d.answer, snapshot);
+            if (!ring) this.decoded.set(d.answer, snapshot);
           }
         } catch (e) {
-          // Sealed under another key, or altered: never run the request again, never replay garbage.
-          this.log('error', 'stored-response-unreadable', g, { error: errorText(e) });
-          return { kind: 'problem', error: storedResponseUnreadable() };
+          // Sealed under a key no longer in the ring, altered, moved from another record, or
+          // plaintext while keys are set: never run the request again, never replay it.
+          return { kind: 'problem', error: this.unreplayable(g, e) };
         }
         if (!quiet) this.metrics.idempotencyReplayed.add(1);
         this.log('debug', 'replay', g, { status: d.answer.status });
         return { kind: 'replay', snapshot };
       }
     }
+  }
+
+  /** The problem answering a stored answer that cannot be replayed (logged at error level). */
+  private unreplayable(g: GuardedRequest, e: unknown): ProblemException {
+    const fault = e instanceof StoredAnswerError ? e.fault : 'unreadable';
+    const keyId = e instanceof StoredAnswerError ? e.keyId : undefined;
+    if (fault === 'key-unknown' && keyId !== undefined) {
+      this.log('error', 'stored-response-key-unknown', g, { keyId });
+      return storedResponseKeyUnknown(keyId);
+    }
+    if (fault === 'plaintext') {
+      this.log('error', 'stored-response-not-encrypted', g);
+      return storedResponseNotEncrypted();
+    }
+    this.log('error', 'stored-response-unreadable', g, { error: errorText(e) });
+    return storedResponseUnreadable();
   }
 
   /**

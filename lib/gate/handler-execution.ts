@@ -14,7 +14,12 @@ import { rawResponse, requestPath } from '../internal/http-platform';
 import { leaseLost, notSnapshottable, responseTooLarge } from './idempotency.errors';
 import { CAPTURE_TIMEOUT } from './idempotency.messages';
 import { type CapturedResponse, type ResponseCapture } from './response-capture';
-import { encodeSnapshot, type ResponseSnapshot, storableHeaders } from './response-snapshot';
+import {
+  encodeSnapshot,
+  type ResponseSnapshot,
+  sealingOf,
+  storableHeaders,
+} from './response-snapshot';
 import { discardStream, isStreamLike } from './stream-like';
 
 const CAPTURE_TIMEOUT_MS = 30_000;
@@ -126,7 +131,7 @@ export class HandlerExecution {
         this.answers.created(g, capture);
       }, g.opts.mode === 'leased');
     }
-    const encoded = encodeSnapshot(snapshot, this.options.encryptionKey);
+    const encoded = encodeSnapshot(snapshot, sealingOf(this.options.encryption, g.ledger));
     const ok = await this.ledger.complete(
       reservation,
       { status, headers: encoded.headers, body: encoded.body },
@@ -165,7 +170,7 @@ export class HandlerExecution {
     reservation: Reservation,
     snapshot: ResponseSnapshot,
   ): Promise<GateAnswer | undefined> {
-    const encoded = encodeSnapshot(snapshot, this.options.encryptionKey);
+    const encoded = encodeSnapshot(snapshot, sealingOf(this.options.encryption, g.ledger));
     const answer = { status: snapshot.status, headers: encoded.headers, body: encoded.body };
     const complete = (r: Reservation) => this.ledger.complete(r, answer, { ttlMs: g.opts.ttl });
     try {

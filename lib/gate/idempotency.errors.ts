@@ -1,4 +1,5 @@
 import { problem, PROBLEM_TYPES } from '../problem-details';
+import { STORED_RESPONSE_KEY_UNKNOWN, STORED_RESPONSE_NOT_ENCRYPTED } from './idempotency.messages';
 
 // Factories of the gate's problem+json answers; the one list of types is in `problem-details/`.
 
@@ -76,4 +77,24 @@ export const storedResponseUnreadable = () =>
     PROBLEM_TYPES.storedResponseUnreadable,
     'Stored response cannot be replayed',
     'The response stored for this Idempotency-Key cannot be decoded (it was sealed with another encryption key, or altered). The request was not run again.',
+  );
+
+/** 500: the stored answer is sealed under a key id no longer in the ring (named in `keyId`). */
+export const storedResponseKeyUnknown = (keyId: string) =>
+  problem(
+    500,
+    PROBLEM_TYPES.storedResponseKeyUnknown,
+    'Stored response sealed under an unknown key',
+    STORED_RESPONSE_KEY_UNKNOWN(keyId),
+    undefined,
+    { keyId },
+  );
+
+/** 500: the stored answer is plaintext while encryption keys are set (no `acceptPlaintext`). */
+export const storedResponseNotEncrypted = () =>
+  problem(
+    500,
+    PROBLEM_TYPES.storedResponseNotEncrypted,
+    'Stored response is not encrypted',
+    STORED_RESPONSE_NOT_ENCRYPTED,
   );

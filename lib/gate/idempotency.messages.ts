@@ -12,3 +12,8 @@ export const CAPTURE_TIMEOUT =
   'The response of an @Idempotent() handler was not written within 30 s; the request was rolled back.';
 export const FILE_NOT_SENT = (method: string) =>
   `res.${method}() was not run: on an @Idempotent() endpoint a file cannot be stored for replay.`;
+
+export const STORED_RESPONSE_KEY_UNKNOWN = (keyId: string) =>
+  `The response stored for this Idempotency-Key is sealed under the encryption key "${keyId}", which is not in the key ring (encryption.keys). The request was not run again; put the key "${keyId}" back in the ring to replay it.`;
+export const STORED_RESPONSE_NOT_ENCRYPTED =
+  'The response stored for this Idempotency-Key is not encrypted, and encryption.keys is set: it is refused, not replayed. The request was not run again (encryption.acceptPlaintext: true replays such answers during a migration).';

@@ -36,7 +36,9 @@ import {
   scopeOf,
 } from './admin.service';
 import {
+  ADMIN_BAD_BATCH,
   ADMIN_BAD_CONSUMER,
+  ADMIN_BAD_CURSOR,
   ADMIN_BAD_ID,
   ADMIN_BAD_INBOX_ID,
   ADMIN_INBOX_NOT_FOUND,
@@ -50,7 +52,9 @@ import {
   ADMIN_MISSING_PARAM,
   ADMIN_NOT_PURGEABLE,
   ADMIN_NOT_REQUEUEABLE,
+  REENCRYPT_NO_RING,
 } from './maintenance.messages';
+import type { ReencryptReport } from '../encryption/reencrypt-stored-answers';
 
 /** Stable `type` URIs of the admin API's problem+json answers (from the one list, `PROBLEM_TYPES`). */
 export const ADMIN_PROBLEM_TYPES = {
@@ -110,6 +114,13 @@ function limitParam(value: string | undefined): number | undefined {
   if (value === undefined || value === '') return undefined;
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1 || n > 1000) throw badRequest(ADMIN_BAD_LIMIT(value, 1000));
+  return n;
+}
+
+function wholeParam(value: string | undefined, name: string, max: number): number | undefined {
+  if (value === undefined || value === '') return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > max) throw badRequest(ADMIN_BAD_BATCH(name, value, max));
   return n;
 }
 
@@ -174,6 +185,8 @@ export interface AdminControllerOptions {
  * - `DELETE <path>/outbox/:id` purge one dead message
  * - `GET    <path>/idempotency?scope=&key=` (or `method=&route=&tenant=&principal=&key=`) inspect a key
  * - `DELETE <path>/idempotency?scope=&key=` evict a key
+ * - `POST   <path>/idempotency/reencrypt?batchSize=&maxBatches=&after=` rewrite stored answers
+ *   under the key ring's first key (resumable: `after` = the report's `cursor`)
  * Errors are problem+json. The routes change production data: protect them with `guards`.
  * Actions (POST, DELETE) sent by a browser from another site are refused (403), and each action
  * is logged (`admin.*` events, context `IdempotencyAdmin`) with the operator's principal.
@@ -194,7 +207,10 @@ export function createAdminController(options: AdminControllerOptions = {}): Typ
       @Inject(IDEMPOTENCY_OPTIONS) options: ResolvedIdempotencyOptions,
     ) {
       this.logger = new LibraryLogger(options.logger, 'IdempotencyAdmin');
+      this.encrypted = options.encryption !== undefined;
     }
+
+    private readonly encrypted: boolean;
 
     /** One log line per action, with who did it (null when the guards say nothing). */
     private audit(event: string, req: unknown, fields: object): void {
@@ -312,6 +328,34 @@ export function createAdminController(options: AdminControllerOptions = {}): Typ
       if (r.outcome === 'not-found') throw notFound(ADMIN_MESSAGE_NOT_FOUND(id));
       if (r.outcome === 'not-purgeable') throw conflict(ADMIN_NOT_PURGEABLE(id, r.status));
       this.audit('admin.outbox.purged', req, { messageId: id });
+    }
+
+    /**
+     * The re-encryption job, bounded per request (`maxBatches`, default 20): repeat with
+     * `after=<cursor>` until `done`. 409 when no key ring is configured.
+     */
+    @Post('idempotency/reencrypt')
+    @UseGuards(sameOrigin)
+    @HttpCode(200)
+    async reencrypt(
+      @Query() q: Record<string, unknown>,
+      @Req() req: unknown,
+    ): Promise<ReencryptReport> {
+      const after = single(q.after, 'after');
+      if (after !== undefined && !/^\d{1,19}$/.test(after))
+        throw badRequest(ADMIN_BAD_CURSOR(after));
+      const batchSize = wholeParam(single(q.batchSize, 'batchSize'), 'batchSize', 5000);
+      const maxBatches = wholeParam(single(q.maxBatches, 'maxBatches'), 'maxBatches', 1000) ?? 20;
+      if (!this.encrypted) throw conflict(REENCRYPT_NO_RING);
+      const report = await this.admin.reencryptStoredAnswers({ after, batchSize, maxBatches });
+      this.audit('admin.idempotency.reencrypted', req, {
+        rewritten: report.rewritten,
+        unreadable: report.unreadable,
+        missingKeyIds: report.missingKeyIds,
+        cursor: report.cursor ?? null,
+        done: report.done,
+      });
+      return report;
     }
 
     @Get('idempotency')

@@ -1,4 +1,14 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
+import { ENVELOPE_V1, envelopeHeader } from '../encryption/answer-envelope';
+import { LEGACY_KEY_ID } from '../encryption/key-ring';
+import {
+  reencryptWith,
+  type ReencryptOptions,
+  type ReencryptReport,
+} from '../encryption/reencrypt-stored-answers';
+import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
+import type { ResolvedIdempotencyOptions } from '../idempotency.options';
+import { REENCRYPT_NO_RING } from './maintenance.messages';
 import { MaintenanceStore } from './maintenance.store';
 import { keyHashOf } from '../gate/idempotency-context';
 import { buildScope } from '../gate/request-scope';
@@ -92,6 +102,11 @@ export interface IdempotencyKeyView {
   responseHeaders: Record<string, string> | null;
   /** The stored answer is sealed with the module's encryption key. */
   encrypted: boolean;
+  /**
+   * The id of the key the stored answer is sealed under (`default` for the envelope of the single
+   * `encryptionKey`), or null when it is not encrypted: what a key rotation is waiting for.
+   */
+  keyId: string | null;
   /** Size of the stored (possibly encrypted) response body. */
   responseBodyBytes: number;
   /** Past its expiry: counts as absent and is deleted by cleanup. */
@@ -118,7 +133,21 @@ export class IdempotencyAdminService {
   constructor(
     private readonly store: MaintenanceStore,
     private readonly outbox: OutboxAdminService,
+    @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
   ) {}
+
+  /**
+   * The re-encryption job: rewrites the stored answers not sealed under the key ring's first key
+   * (an older key, the single `encryptionKey`'s format, or plaintext under `acceptPlaintext`) in
+   * batches, with a compare-and-set per record (a record written again meanwhile, or in flight,
+   * is left alone); the replay caches forget each rewritten record. Resumable: pass the report's
+   * `cursor` as `after`. Throws when no key ring is configured.
+   */
+  reencryptStoredAnswers(options: ReencryptOptions = {}): Promise<ReencryptReport> {
+    const ring = this.options.encryption;
+    if (!ring) throw new Error(REENCRYPT_NO_RING);
+    return reencryptWith(this.store.reencryptTarget(), ring, options);
+  }
 
   /** Messages in sequence order, filtered by status and/or partition key (keyset paging by `afterSeq`). */
   listOutbox(filter: OutboxListFilter = {}): Promise<OutboxEntry[]> {
@@ -174,6 +203,7 @@ export class IdempotencyAdminService {
       state: row.state,
       responseStatus: row.responseStatus,
       ...storedHeaders(row.responseHeaders),
+      keyId: sealedUnder(row.responseHeaders, row.responseBody),
       responseBodyBytes: row.responseBody?.length ?? 0,
       expired: row.expired,
       leaseRemainingMs: row.leaseRemainingMs,
@@ -276,7 +306,7 @@ export function scopeOf(ref: IdempotencyScopeRef): string {
   return buildScope(ref.tenant ?? '-', ref.principal ?? '-', ref.method, ref.route);
 }
 
-/** The headers column of the ledger: `{"h": [[name, value], …]}`, or `{"encrypted": 1}`. */
+/** The headers column of the ledger: `{"h": [[name, value], …]}`, or `{"encrypted": 2, "kid": …}` (1: before key rings). */
 function storedHeaders(text: string | null): {
   responseHeaders: Record<string, string> | null;
   encrypted: boolean;
@@ -292,4 +322,12 @@ function storedHeaders(text: string | null): {
   } catch {
     return { responseHeaders: null, encrypted: false };
   }
+}
+
+/** The key id of a sealed answer (format 1 has none: it was the `default` key), or null. */
+function sealedUnder(headers: string | null, body: Buffer | null): string | null {
+  if (!storedHeaders(headers).encrypted) return null;
+  const head = envelopeHeader(body);
+  if (head?.version === ENVELOPE_V1) return LEGACY_KEY_ID;
+  return head?.keyId ?? null;
 }

@@ -63,3 +63,11 @@ export const ADMIN_INBOX_NOT_FOUND = (consumer: string, messageId: string) =>
 export const ADMIN_NOT_RESETTABLE = (consumer: string, messageId: string) =>
   `The inbox record of message "${messageId}" for consumer "${consumer}" is processed; only failed or ` +
   `retrying records can be reset (resetting a processed one would run its handler a second time).`;
+export const REENCRYPT_NO_RING =
+  'Re-encryption needs a key ring: set encryption: { keys: [{ id, key }, …] } in IdempotencyModule (the first key seals).';
+
+export const ADMIN_BAD_CURSOR = (value: string) =>
+  `after must be a record id (digits) from an earlier report's cursor; got "${value}".`;
+
+export const ADMIN_BAD_BATCH = (name: string, value: string, max: number) =>
+  `${name} must be a whole number from 1 to ${max}; got "${value}".`;

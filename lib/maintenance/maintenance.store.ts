@@ -12,6 +12,7 @@ import type {
 import { DatabaseService } from '../persistence/database.service';
 import { ReplayCache } from '../persistence/replay.cache';
 import type { SqlExecutor } from '../persistence/sql-executor';
+import type { ReencryptTarget } from '../encryption/reencrypt-stored-answers';
 
 /**
  * Maintenance's way to SQL (cleanup, health, backlog gauges, admin look-ups): every statement
@@ -73,6 +74,22 @@ export class MaintenanceStore {
   /** After a cleanup run: the replay cache drops the answers whose lifetime is over. */
   forgetExpiredAnswers(): void {
     this.replayCache.prune();
+  }
+
+  /**
+   * The re-encryption job's reads and compare-and-set rewrites, in autocommit; after each
+   * rewrite this process' replay cache and the shared tier forget the record (they hold the
+   * answer as it was stored, under the old key).
+   */
+  reencryptTarget(): ReencryptTarget {
+    return {
+      exec: this.db.autocommit(),
+      sql: this.db.dialect.answers,
+      rewritten: async (row) => {
+        this.replayCache.delete(row.scope, row.key);
+        await this.replayCache.deleteShared(row.scope, row.key);
+      },
+    };
   }
 
   /** Created, completed and expiry times of an idempotency record (admin inspection). */

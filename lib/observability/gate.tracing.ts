@@ -36,6 +36,9 @@ const OUTCOME_OF_PROBLEM: Readonly<Record<string, GateOutcome>> = {
   [PROBLEM_TYPES.unavailable]: 'unavailable',
   [PROBLEM_TYPES.leaseLost]: 'lease_lost',
   [PROBLEM_TYPES.storedResponseUnreadable]: 'unreadable',
+  // A stored answer under a key no longer in the ring, or plaintext while keys are set.
+  [PROBLEM_TYPES.storedResponseKeyUnknown]: 'unreadable',
+  [PROBLEM_TYPES.storedResponseNotEncrypted]: 'unreadable',
 };
 
 /** Outcomes that are the server's fault: the span's status is ERROR. */

@@ -17,7 +17,7 @@ export interface RedisReplayCacheStoreOptions {
  * The replay cache's shared tier on Redis: `replayCache: { store: new RedisReplayCacheStore(redis) }`.
  * One `GET` per retry that this instance's memory does not answer, one `SET … PX` after a first
  * execution commits, one `DEL` per admin eviction. Redis holds answers as the ledger stores them
- * (bodies sealed with `encryptionKey` stay sealed); trust it as you trust the database.
+ * (headers and bodies sealed under the key ring, `encryption.keys`, stay sealed); trust it as you trust the database.
  */
 export class RedisReplayCacheStore implements ReplayCacheStore {
   private readonly send: (args: string[]) => Promise<unknown>;

@@ -5,7 +5,7 @@
  * record's; the ledger stays the source of truth, and every failure of the store is a miss.
  *
  * Keys are strings the library builds (a prefix, then the scope and the idempotency key); values
- * are opaque strings (an encoded answer, bodies as stored: sealed when `encryptionKey` is set).
+ * are opaque strings (an encoded answer, bodies as stored: sealed when a key ring is set).
  */
 export interface ReplayCacheStore {
   /** The value stored under `key`, or null/undefined when there is none. */

@@ -35,7 +35,7 @@ const STORE_WARNING_INTERVAL_MS = 60_000;
  * process. Only committed, completed records enter: read from the database, or written by this
  * process and seen committed. In-flight keys and misses always go to the database.
  *
- * What it holds is what the ledger stores: with `encryptionKey`, response bodies stay encrypted
+ * What it holds is what the ledger stores: with a key ring, answers (headers, body) stay encrypted
  * in memory and are decrypted per replay, as from the database. It is bounded by bytes, and keeps
  * its entries as bytes outside the JavaScript heap (`ReplayArena`: the oldest go first, a hit in
  * the older half is kept as new).

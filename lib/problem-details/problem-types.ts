@@ -15,6 +15,8 @@ export const PROBLEM_TYPES = {
   notSnapshottable: 'urn:nestjs-exactly-once:problem:response-not-snapshottable',
   responseTooLarge: 'urn:nestjs-exactly-once:problem:response-too-large',
   storedResponseUnreadable: 'urn:nestjs-exactly-once:problem:stored-response-unreadable',
+  storedResponseKeyUnknown: 'urn:nestjs-exactly-once:problem:stored-response-key-unknown',
+  storedResponseNotEncrypted: 'urn:nestjs-exactly-once:problem:stored-response-not-encrypted',
   // Every feature
   unavailable: 'urn:nestjs-exactly-once:problem:service-unavailable',
   misconfigured: 'urn:nestjs-exactly-once:problem:misconfigured',

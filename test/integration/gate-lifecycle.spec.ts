@@ -105,7 +105,7 @@ describe.each(platforms)('gate lifecycle on sqlite / %s', (platform) => {
         `SELECT response_headers, response_body FROM idempotency_records WHERE idempotency_key = ?`,
         [key],
       );
-      expect(row.response_headers).toBe('{"encrypted":1}');
+      expect(JSON.parse(row.response_headers)).toEqual({ encrypted: 2, kid: 'default' });
       expect(Buffer.from(row.response_body).includes(Buffer.from(customerId))).toBe(false);
     } finally {
       await app.close();

@@ -144,6 +144,7 @@ describe.each(databaseKinds())('Replay cache, shared tier on Redis, on %s', (kin
       const stored = decodeCachedRecord(await redis.get(entry))!;
       expect(stored.status).toBe(201);
       expect(stored.body!.includes(Buffer.from(body.customerId))).toBe(false);
+      expect(JSON.parse(stored.headers!)).toEqual({ encrypted: 2, kid: 'default' });
       expect(first.answer.bytes.includes(Buffer.from(body.customerId))).toBe(true);
       for (let i = 0; i < 2; i++) {
         const retry = await post('b', route, key, body);

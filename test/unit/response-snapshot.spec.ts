@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { DEFAULT_STORED_HEADERS } from '../../lib/idempotency.options';
+import { KeyRing } from '../../lib/encryption/key-ring';
 import {
   decodeSnapshot,
   encodeSnapshot,
@@ -79,48 +80,55 @@ describe('encodeSnapshot / decodeSnapshot', () => {
     expect(dec.headers).toEqual([['content-type', 'text/plain']]);
   });
 
-  describe('with an AES-256-GCM key', () => {
-    const key = randomBytes(32);
+  describe('with a key ring (AES-256-GCM, envelope format 2)', () => {
+    const ring = KeyRing.from({ keys: [{ id: 'k1', key: randomBytes(32) }] });
+    const sealing = { ring, scope: 't|p|POST|/payments', key: 'key-1' };
 
     it('round-trips headers and body', () => {
-      const enc = encodeSnapshot(snapshot, key);
-      const dec = decodeSnapshot(201, enc.headers, enc.body, key);
+      const enc = encodeSnapshot(snapshot, sealing);
+      const dec = decodeSnapshot(201, enc.headers, enc.body, sealing);
       expect(dec.headers).toEqual(snapshot.headers);
       expect(dec.body!.equals(snapshot.body!)).toBe(true);
-      const omitted = encodeSnapshot({ ...snapshot, body: null, bodyOmitted: true }, key);
-      expect(decodeSnapshot(201, omitted.headers, omitted.body, key)).toMatchObject({
+      const omitted = encodeSnapshot({ ...snapshot, body: null, bodyOmitted: true }, sealing);
+      expect(decodeSnapshot(201, omitted.headers, omitted.body, sealing)).toMatchObject({
         bodyOmitted: true,
       });
     });
 
-    it('stores neither headers nor body in clear, and uses a fresh IV each time', () => {
-      const a = encodeSnapshot(snapshot, key);
-      const b = encodeSnapshot(snapshot, key);
-      expect(a.headers).toBe('{"encrypted":1}');
+    it('stores neither headers nor body in clear, names the key, and uses a fresh IV each time', () => {
+      const a = encodeSnapshot(snapshot, sealing);
+      const b = encodeSnapshot(snapshot, sealing);
+      expect(JSON.parse(a.headers)).toEqual({ encrypted: 2, kid: 'k1' });
       expect(a.body!.includes(Buffer.from('card-4242'))).toBe(false);
       expect(a.body!.includes(Buffer.from('/payments/p-1'))).toBe(false);
       expect(a.body!.equals(b.body!)).toBe(false);
     });
 
-    it('detects tampering with the ciphertext, the tag or the IV', () => {
-      const enc = encodeSnapshot(snapshot, key);
-      for (const at of [1, 13, 29, enc.body!.length - 1]) {
-        const tampered = Buffer.from(enc.body!);
-        tampered[at] ^= 0x01;
-        expect(() => decodeSnapshot(201, enc.headers, tampered, key)).toThrow();
-      }
+    it('refuses another record, another status, a truncated record and no ring', () => {
+      const enc = encodeSnapshot(snapshot, sealing);
       expect(() =>
-        decodeSnapshot(201, enc.headers, enc.body!.subarray(0, enc.body!.length - 1), key),
-      ).toThrow();
-    });
-
-    it('refuses another key, a missing key and a truncated record', () => {
-      const enc = encodeSnapshot(snapshot, key);
-      expect(() => decodeSnapshot(201, enc.headers, enc.body, randomBytes(32))).toThrow();
-      expect(() => decodeSnapshot(201, enc.headers, enc.body)).toThrow(/encryptionKey/);
-      expect(() => decodeSnapshot(201, enc.headers, enc.body!.subarray(0, 20), key)).toThrow(
+        decodeSnapshot(201, enc.headers, enc.body, { ...sealing, key: 'key-2' }),
+      ).toThrow(/does not authenticate/);
+      expect(() => decodeSnapshot(200, enc.headers, enc.body, sealing)).toThrow(
+        /does not authenticate/,
+      );
+      expect(() => decodeSnapshot(201, enc.headers, enc.body!.subarray(0, 20), sealing)).toThrow(
         /malformed/,
       );
+      expect(() => decodeSnapshot(201, enc.headers, enc.body)).toThrow(/no encryption key/);
+    });
+
+    it('refuses a plaintext answer while a ring is set, unless acceptPlaintext', () => {
+      const plain = encodeSnapshot(snapshot);
+      expect(() => decodeSnapshot(201, plain.headers, plain.body, sealing)).toThrow(
+        expect.objectContaining({ fault: 'plaintext' }),
+      );
+      const open = KeyRing.from({
+        keys: [{ id: 'k1', key: randomBytes(32) }],
+        acceptPlaintext: true,
+      });
+      const dec = decodeSnapshot(201, plain.headers, plain.body, { ...sealing, ring: open });
+      expect(dec.body!.equals(snapshot.body!)).toBe(true);
     });
   });
 });

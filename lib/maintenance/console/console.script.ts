@@ -288,7 +288,7 @@ export const CONSOLE_SCRIPT = String.raw`(function () {
       ['Response status', view.responseStatus], ['Created', when(view.createdAt)], ['Completed', when(view.completedAt)],
       ['Expires', when(view.expiresAt)], ['Expired', view.expired ? 'yes' : 'no'],
       ['Lease remaining', view.state === 'started' ? age(view.leaseRemainingMs) : '–'],
-      ['Stored answer', view.encrypted ? 'encrypted, ' + view.responseBodyBytes + ' bytes' : view.responseBodyBytes + ' bytes'],
+      ['Stored answer', view.encrypted ? 'encrypted' + (view.keyId ? ' (key ' + view.keyId + ')' : '') + ', ' + view.responseBodyBytes + ' bytes' : view.responseBodyBytes + ' bytes'],
       ['Replays', 'not counted by the library'],
     ];
     rows.forEach(function (r) {

@@ -1,3 +1,4 @@
+import type { AnswersSql } from './contracts/answers.contract';
 import type { CleanupSql } from './contracts/cleanup.contract';
 import type { ConditionalSql } from './contracts/conditional.contract';
 import type { ConsoleSql } from './contracts/console.contract';
@@ -43,6 +44,8 @@ export interface Dialect {
   readonly health: HealthSql;
   readonly outbox: OutboxSql;
   readonly console: ConsoleSql;
+  /** The stored-answer re-encryption job's statements. */
+  readonly answers: AnswersSql;
 }
 
 /** Table names as configured (bare) and as used in SQL (schema-qualified, quoted). */

@@ -6,6 +6,7 @@ import { createPostgresDialect } from './postgres';
 import { createSqliteDialect } from './sqlite';
 
 export * from './dialect';
+export * from './contracts/answers.contract';
 export * from './contracts/cleanup.contract';
 export * from './contracts/conditional.contract';
 export * from './contracts/console.contract';

@@ -1,3 +1,4 @@
+import { mssqlAnswersSql } from './answers.sql';
 import type { Dialect, TableNaming } from '../dialect';
 import { assembleDialect } from '../dialect';
 import { mssqlCleanupSql } from './cleanup.sql';
@@ -25,6 +26,7 @@ export function createMssqlDialect(naming: TableNaming): Dialect {
       health: mssqlHealthSql(tables),
       outbox: mssqlOutboxSql(tables),
       console: mssqlConsoleSql(tables),
+      answers: mssqlAnswersSql(tables),
     }),
   });
 }

@@ -1,3 +1,4 @@
+import { portableAnswersSql } from '../portable/answers.sql';
 import type { Dialect, TableNaming } from '../dialect';
 import { assembleDialect } from '../dialect';
 import { portableConsoleSql } from '../portable/console.sql';
@@ -8,7 +9,7 @@ import { sqliteIdempotencySql } from './idempotency.sql';
 import { sqliteInboxSql } from './inbox.sql';
 import { sqliteOutboxSql } from './outbox.sql';
 import { sqliteSchema } from './schema.sql';
-import { quoteSqlite, sqliteAgo, SQLITE_STYLE } from './sqlite.helpers';
+import { quoteSqlite, sqliteAgo, sqliteNow, SQLITE_STYLE } from './sqlite.helpers';
 
 export function createSqliteDialect(naming: TableNaming): Dialect {
   return assembleDialect(naming, {
@@ -28,6 +29,7 @@ export function createSqliteDialect(naming: TableNaming): Dialect {
         (c) => `CAST((julianday('now') - julianday(${c})) * 86400000 AS INTEGER)`,
       ),
       outbox: sqliteOutboxSql(tables),
+      answers: portableAnswersSql(tables, SQLITE_STYLE, { now: sqliteNow(), returning: true }),
       console: portableConsoleSql(tables, SQLITE_STYLE, {
         minutesAgo: (c) => `CAST((julianday('now') - julianday(${c})) * 1440 AS INTEGER)`,
         ago: (m) => sqliteAgo(m),
