@@ -7,10 +7,19 @@ import {
   watchRmqClient,
 } from '../../internal/rmq-connection-loss';
 import { MISSING_PACKAGE, RMQ_CLIENT_CHANNEL_ERROR } from '../outbox.messages';
+import { isConnectionError } from '../outbox-unavailable';
 import type { OutboxMessage } from '../outbox-message.interface';
 import type { OutboxPublisher } from '../outbox-publisher.interface';
 
 const rmqLogger = new Logger('ClientProxyPublisher');
+
+/**
+ * Statuses of Nest's clients under which a publish can succeed: `connected` (every transport),
+ * `unblocked` (RabbitMQ after a memory or disk alarm), `rebalancing` (Kafka consumer groups; the
+ * producer still publishes). Any other (`disconnected`, `reconnecting`, `blocked`, `crashed`,
+ * `stopped`) means the broker cannot take messages now.
+ */
+const CONNECTED_STATUSES = new Set(['connected', 'unblocked', 'rebalancing']);
 const onRmqChannelError = (e: unknown) => rmqLogger.warn(RMQ_CLIENT_CHANNEL_ERROR(e));
 
 /** How the message id and headers are carried, per Nest transport. */
@@ -34,6 +43,14 @@ export interface ClientProxyPublisherOptions {
    * `outbox.publishTimeoutMs`. Default 10000.
    */
   confirmTimeoutMs?: number;
+  /**
+   * Classifies a failed publish: `true` when the broker could not be reached (no attempt is
+   * counted, the relay backs off as a whole), `false` when the message itself was refused,
+   * `undefined` to leave it to the default: unavailable when the client's `status` (Nest 11+)
+   * last said it was not connected (disconnected, reconnecting, RabbitMQ `blocked`, Kafka
+   * `crashed`/`stopped`), or when the error is a connection error (`isConnectionError()`).
+   */
+  isUnavailable?: (error: Error) => boolean | undefined;
 }
 
 /** The event data of the `envelope` format. */
@@ -82,6 +99,8 @@ export class ClientProxyPublisher implements OutboxPublisher {
   private readonly ms: Microservices;
   private readonly transport: ClientProxyTransport;
   private readonly envelope: boolean;
+  /** The client's last `status` (Nest 11+ ClientProxy), undefined before its first one. */
+  private clientStatus: string | undefined;
 
   constructor(
     private readonly client: ClientProxy,
@@ -96,6 +115,19 @@ export class ClientProxyPublisher implements OutboxPublisher {
       if (client instanceof this.ms.ClientRMQ) watchRmqClient(client, onRmqChannelError);
       this.listenToRmqChannelErrors();
     }
+    this.watchStatus();
+  }
+
+  /**
+   * Whether a failed publish was the broker being unreachable rather than the message being
+   * refused (see {@link ClientProxyPublisherOptions.isUnavailable}). A publish that timed out
+   * while the client said it was connected counts as an attempt.
+   */
+  isUnavailable(error: Error): boolean {
+    const own = this.options.isUnavailable?.(error);
+    if (own !== undefined) return own;
+    if (this.clientStatus !== undefined && !CONNECTED_STATUSES.has(this.clientStatus)) return true;
+    return isConnectionError(error);
   }
 
   /** OpenTelemetry's `messaging.system` of the transport (undefined for `plain` ones). */
@@ -200,6 +232,22 @@ export class ClientProxyPublisher implements OutboxPublisher {
     const client = this.client as unknown as { client?: unknown; channel?: unknown };
     listenToEveryChannel(client.client, onRmqChannelError);
     listenToChannelErrors(client.channel, onRmqChannelError);
+  }
+
+  /**
+   * Follows the client's `status` stream (ClientProxy of Nest 11+; absent on older or custom
+   * clients, which then rely on the error alone). A ReplaySubject: no timer, nothing kept alive.
+   */
+  private watchStatus(): void {
+    const status = (this.client as unknown as { status?: unknown }).status as
+      | { subscribe?: (next: (s: unknown) => void) => unknown }
+      | undefined;
+    if (typeof status?.subscribe !== 'function') return;
+    try {
+      status.subscribe((s) => (this.clientStatus = typeof s === 'string' ? s : undefined));
+    } catch {
+      // a client without a usable status stream: errors alone classify
+    }
   }
 
   /** NATS: resolves once the server has processed everything published so far. */
