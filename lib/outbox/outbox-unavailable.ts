@@ -62,7 +62,10 @@ const TRANSPORT_NAMES = new Set([
 const LOST_CONNECTION_TEXT =
   /Connection lost\. Trying to reconnect|^(?:Error: )?Connection closed|Channel ended, no reply will be forthcoming|^(?:Error: )?Channel closed$|socket hang up/i;
 
-/** Every error in `error`'s chain (`cause`, an AggregateError's `errors`), each once. */
+/**
+ * Every error in `error`'s chain (`cause`, `originalError`, an AggregateError's `errors`,
+ * amqp-connection-manager's `{ err, url }`), each once.
+ */
 function* chain(error: unknown): Generator<unknown> {
   const seen = new Set<unknown>();
   const stack = [error];
@@ -72,8 +75,8 @@ function* chain(error: unknown): Generator<unknown> {
     seen.add(e);
     yield e;
     if (typeof e !== 'object') continue;
-    const x = e as { cause?: unknown; errors?: unknown; originalError?: unknown };
-    stack.push(x.cause, x.originalError);
+    const x = e as { cause?: unknown; errors?: unknown; originalError?: unknown; err?: unknown };
+    stack.push(x.cause, x.originalError, x.err);
     if (Array.isArray(x.errors)) stack.push(...x.errors);
   }
 }

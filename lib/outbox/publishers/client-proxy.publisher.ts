@@ -153,7 +153,7 @@ export class ClientProxyPublisher implements OutboxPublisher {
           });
           return undefined;
         } catch (e) {
-          return e instanceof Error ? e : new Error(String(e));
+          return asError(e);
         }
       }),
     );
@@ -257,6 +257,23 @@ export class ClientProxyPublisher implements OutboxPublisher {
     ).unwrap?.();
     await connection?.flush?.();
   }
+}
+
+/**
+ * A client's rejection as an Error. Nest's ClientRMQ rejects with a string while it reconnects
+ * ("Error: Connection lost. Trying to reconnect...") and with amqp-connection-manager's
+ * `{ err, url }` event when it cannot connect at all: the Error inside is kept (as the cause).
+ */
+function asError(e: unknown): Error {
+  if (e instanceof Error) return e;
+  const inner = (e as { err?: unknown } | null)?.err;
+  // Duck-typed: an error made in another realm (a test sandbox) is no `instanceof Error` here.
+  if (inner && typeof (inner as Error).message === 'string') {
+    const url = (e as { url?: unknown }).url;
+    const where = typeof url === 'string' ? ` (${url.replace(/\/\/([^@/]*)@/, '//***@')})` : '';
+    return new Error(`${(inner as Error).message}${where}`, { cause: inner });
+  }
+  return new Error(String(e));
 }
 
 function loadNats(): { headers(): { set(name: string, value: string): void } } {
