@@ -57,10 +57,11 @@ const TRANSPORT_NAMES = new Set([
  * string "Error: Connection lost. Trying to reconnect..."; amqplib's "Connection closed",
  * "Channel ended, no reply will be forthcoming" and a bare "Channel closed" (a channel closed by
  * the server for a message, "Channel closed by server: 406 (PRECONDITION-FAILED) …", is the
- * message's fault and is not matched); Node's "socket hang up".
+ * message's fault and is not matched), "Socket closed abruptly during opening handshake" and
+ * "Unexpected close"; Node's "socket hang up".
  */
 const LOST_CONNECTION_TEXT =
-  /Connection lost\. Trying to reconnect|^(?:Error: )?Connection closed|Channel ended, no reply will be forthcoming|^(?:Error: )?Channel closed$|socket hang up/i;
+  /Connection lost\. Trying to reconnect|^(?:Error: )?Connection closed|Channel ended, no reply will be forthcoming|^(?:Error: )?Channel closed$|Socket closed abruptly|^(?:Error: )?Unexpected close$|socket hang up/i;
 
 /**
  * Every error in `error`'s chain (`cause`, `originalError`, an AggregateError's `errors`,

@@ -79,6 +79,10 @@ describe('which failed publishes count as attempts', () => {
       ["amqplib's closed connection", new Error('Connection closed: 320 (CONNECTION-FORCED)')],
       ["amqplib's channel of a lost connection", new Error('Channel ended, no reply will be forthcoming')],
       ["amqplib's publish on a closed channel", new Error('Channel closed')],
+      [
+        "amqplib's connection cut while opening",
+        new Error('Socket closed abruptly during opening handshake'),
+      ],
       ['a NATS connection closed', withCode('connection closed', 'CONNECTION_CLOSED')],
       ['a NATS disconnect', withCode('disconnect', 'DISCONNECT')],
       ['a kafkajs connection error', named('Connection error: connect ECONNREFUSED', 'KafkaJSConnectionError')],
@@ -184,7 +188,7 @@ describe('which failed publishes count as attempts', () => {
         urls: ['amqp://guest:guest@127.0.0.1:1'],
         queue: `unavailable-${randomUUID()}`,
       });
-      const publisher = new ClientProxyPublisher(client);
+      const publisher = new ClientProxyPublisher(client as unknown as ClientProxy);
       try {
         const [outcome] = await publisher.publishBatch([message()]);
         expect(outcome).toBeInstanceOf(Error);

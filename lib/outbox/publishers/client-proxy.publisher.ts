@@ -4,6 +4,7 @@ import { lastValueFrom } from 'rxjs';
 import {
   listenToChannelErrors,
   listenToEveryChannel,
+  RMQ_CLOSE_TIMED_OUT,
   watchRmqClient,
 } from '../../internal/rmq-connection-loss';
 import { MISSING_PACKAGE, RMQ_CLIENT_CHANNEL_ERROR } from '../outbox.messages';
@@ -21,6 +22,7 @@ const rmqLogger = new Logger('ClientProxyPublisher');
  */
 const CONNECTED_STATUSES = new Set(['connected', 'unblocked', 'rebalancing']);
 const onRmqChannelError = (e: unknown) => rmqLogger.warn(RMQ_CLIENT_CHANNEL_ERROR(e));
+const onRmqCloseTimedOut = (ms: number) => rmqLogger.warn(RMQ_CLOSE_TIMED_OUT('ClientRMQ', ms));
 
 /** How the message id and headers are carried, per Nest transport. */
 export type ClientProxyTransport = 'rmq' | 'nats' | 'kafka' | 'mqtt' | 'plain';
@@ -112,7 +114,8 @@ export class ClientProxyPublisher implements OutboxPublisher {
     if (this.transport === 'rmq') {
       // A ClientRMQ is watched from before it connects: every channel of every connection it
       // opens. Another client declared `rmq` is only listened to after each batch.
-      if (client instanceof this.ms.ClientRMQ) watchRmqClient(client, onRmqChannelError);
+      if (client instanceof this.ms.ClientRMQ)
+        watchRmqClient(client, onRmqChannelError, onRmqCloseTimedOut);
       this.listenToRmqChannelErrors();
     }
     this.watchStatus();
