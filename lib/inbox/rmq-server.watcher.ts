@@ -3,11 +3,7 @@ import { ModulesContainer } from '@nestjs/core';
 import type { Subscription } from 'rxjs';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options';
-import {
-  isRmqServer,
-  RMQ_CLOSE_TIMED_OUT,
-  watchRmqServer,
-} from '../internal/rmq-connection-loss';
+import { isRmqServer, RMQ_CLOSE_TIMED_OUT, watchRmqServer } from '../internal/rmq-connection-loss';
 import { LibraryLogger } from '../observability/library-logger';
 import { RMQ_CONSUME_FAILED, RMQ_SERVER_CHANNEL_ERROR } from './inbox.messages';
 

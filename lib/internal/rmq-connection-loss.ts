@@ -185,7 +185,12 @@ export function watchRmqServer(
 ): void {
   if (watchedServers.has(server)) return;
   watchedServers.add(server);
-  boundClose(server, () => (server as { server?: unknown }).server, closeTimeoutMs, onCloseTimedOut);
+  boundClose(
+    server,
+    () => (server as { server?: unknown }).server,
+    closeTimeoutMs,
+    onCloseTimedOut,
+  );
   const setupChannel = server.setupChannel;
   // An own property: the amqp-connection-manager setup Nest registered calls
   // `this.setupChannel(channel, …)` on every connect, so it finds this one.

@@ -404,7 +404,7 @@ describe.each(databaseKinds())('transactional outbox and relay on %s', (kind) =>
       }
     });
 
-    it("a batch where the broker refuses one message and is unreachable for others: only the refusal is an attempt", async () => {
+    it('a batch where the broker refuses one message and is unreachable for others: only the refusal is an attempt', async () => {
       const poison = randomUUID();
       let down = true;
       const publisher = new FunctionPublisher(async (m) => {
@@ -615,10 +615,14 @@ describe.each(databaseKinds())('transactional outbox and relay on %s', (kind) =>
         outbox: { publisher, pollIntervalMs: 200 },
       });
       try {
-        const sent = await eventually('published by the next relay', async () => {
-          const e = await next.admin.get(id);
-          return e?.status === 'sent' ? e : undefined;
-        }, 30_000);
+        const sent = await eventually(
+          'published by the next relay',
+          async () => {
+            const e = await next.admin.get(id);
+            return e?.status === 'sent' ? e : undefined;
+          },
+          30_000,
+        );
         expect(sent.attempts).toBe(1);
         expect(publisher.publishedIds()).toEqual([id]);
       } finally {

@@ -1,9 +1,4 @@
-import {
-  ClientProxy,
-  ClientRMQ,
-  type ReadPacket,
-  type WritePacket,
-} from '@nestjs/microservices';
+import { ClientProxy, ClientRMQ, type ReadPacket, type WritePacket } from '@nestjs/microservices';
 import { randomUUID } from 'node:crypto';
 import {
   ClientProxyPublisher,
@@ -77,7 +72,10 @@ describe('which failed publishes count as attempts', () => {
         new Error(String('Error: Connection lost. Trying to reconnect...')),
       ],
       ["amqplib's closed connection", new Error('Connection closed: 320 (CONNECTION-FORCED)')],
-      ["amqplib's channel of a lost connection", new Error('Channel ended, no reply will be forthcoming')],
+      [
+        "amqplib's channel of a lost connection",
+        new Error('Channel ended, no reply will be forthcoming'),
+      ],
       ["amqplib's publish on a closed channel", new Error('Channel closed')],
       [
         "amqplib's connection cut while opening",
@@ -85,7 +83,10 @@ describe('which failed publishes count as attempts', () => {
       ],
       ['a NATS connection closed', withCode('connection closed', 'CONNECTION_CLOSED')],
       ['a NATS disconnect', withCode('disconnect', 'DISCONNECT')],
-      ['a kafkajs connection error', named('Connection error: connect ECONNREFUSED', 'KafkaJSConnectionError')],
+      [
+        'a kafkajs connection error',
+        named('Connection error: connect ECONNREFUSED', 'KafkaJSConnectionError'),
+      ],
       ['a kafkajs broker not found', named('no broker', 'KafkaJSBrokerNotFound')],
       ['Service Bus unreachable', withCode('communication problem', 'ServiceCommunicationProblem')],
       ['Service Bus busy', withCode('busy', 'ServiceBusy')],

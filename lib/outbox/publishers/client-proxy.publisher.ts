@@ -243,8 +243,7 @@ export class ClientProxyPublisher implements OutboxPublisher {
    */
   private watchStatus(): void {
     const status = (this.client as unknown as { status?: unknown }).status as
-      | { subscribe?: (next: (s: unknown) => void) => unknown }
-      | undefined;
+      { subscribe?: (next: (s: unknown) => void) => unknown } | undefined;
     if (typeof status?.subscribe !== 'function') return;
     try {
       status.subscribe((s) => (this.clientStatus = typeof s === 'string' ? s : undefined));
