@@ -380,6 +380,12 @@ function loggedEvents(app: AppProcess, event: string): Array<Record<string, unkn
   return found;
 }
 
+/** The value of an attribute-less metric in Prometheus text (undefined when absent). */
+function metricValue(text: string, name: string): number | undefined {
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`));
+  return line === undefined ? undefined : Number(line.trim().split(/\s+/)[1]);
+}
+
 /** One sample-app process on its own SQLite database and RabbitMQ queue, behind `brokerUrl`. */
 async function sqliteWorld(brokerUrl: () => string, env: Record<string, string>) {
   const db = await createTestDatabase('sqlite');
@@ -498,6 +504,11 @@ describe('broker outages are not failures (sample app on SQLite, RabbitMQ behind
       // The relay reports the outage as backing off, not as failures.
       const health = await (await fetch(`${b.w.app.url}/health`)).json();
       expect(health.details.outbox.relayBackingOff).toMatchObject({ reason: 'broker' });
+      // And in the metrics: backing off, publishes given back, no failed attempt, no dead letter.
+      const metrics = await (await fetch(`${b.w.app.url}/metrics`)).text();
+      expect(metricValue(metrics, 'outbox_relay_backing_off')).toBe(1);
+      expect(metricValue(metrics, 'outbox_unavailable_total')).toBeGreaterThan(0);
+      expect(metricValue(metrics, 'outbox_dead_total') ?? 0).toBe(0);
       expect(loggedEvents(b.w.app, 'outbox.dead')).toEqual([]);
     }
 
@@ -512,6 +523,10 @@ describe('broker outages are not failures (sample app on SQLite, RabbitMQ behind
         ).json()) as unknown[];
         expect(entries).toHaveLength(1);
       }
+    }
+    for (const b of both) {
+      const metrics = await (await fetch(`${b.w.app.url}/metrics`)).text();
+      expect(metricValue(metrics, 'outbox_relay_backing_off')).toBe(0);
     }
     // The issue's relay said once that it backed off, and once that it recovered, with how long.
     const recovered = loggedEvents(issue.app, 'outbox.relay.recovered');
