@@ -81,12 +81,13 @@ export class IdempotencyHealthIndicator {
         } else {
           details.relay = 'running';
         }
-        if (relay.outage)
+        if (relay.outage) {
           details.relayBackingOff = {
             reason: relay.outage.reason,
             forMs: Math.max(0, Date.now() - relay.outage.since.getTime()),
             lastError: relay.outage.lastError,
           };
+        }
       } else if (relay.heartbeatAt) {
         details.relay = 'stopped';
         reasons.push(HEALTH_RELAY_STOPPED);

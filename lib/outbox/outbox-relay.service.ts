@@ -425,8 +425,9 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       try {
         const r = await this.runOnce(this.publisher);
         full = r.claimed >= o.batchSize;
-        if (r.unavailable > 0 || r.unavailableError !== undefined)
+        if (r.unavailable > 0 || r.unavailableError !== undefined) {
           held = { reason: 'broker', lastError: r.unavailableError ?? 'unavailable' };
+        }
       } catch (e) {
         const error = errorText(e);
         this.log('warn', 'relay.pass-failed', {
@@ -460,13 +461,14 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     const cap = Math.max(base, Math.min(o.backoffMaxMs, OUTAGE_BACKOFF_CAP_MS));
     const retryInMs = outboxBackoffMs(passes, base, cap);
     const since = this.outage?.since ?? new Date();
-    if (!this.outage || this.outage.reason !== held.reason)
+    if (!this.outage || this.outage.reason !== held.reason) {
       this.log('warn', 'relay.backing-off', {
         relayId: this.relayId,
         reason: held.reason,
         retryInMs,
         error: held.lastError,
       });
+    }
     this.outage = { ...held, since, passes, retryInMs };
     this.backingOff = true;
     try {

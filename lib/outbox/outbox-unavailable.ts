@@ -96,8 +96,9 @@ export function isConnectionError(error: unknown): boolean {
     }
     if (typeof e !== 'object') continue;
     const { code, name, message } = e as { code?: unknown; name?: unknown; message?: unknown };
-    if (typeof code === 'string' && (SOCKET_CODES.has(code) || TRANSPORT_CODES.has(code)))
+    if (typeof code === 'string' && (SOCKET_CODES.has(code) || TRANSPORT_CODES.has(code))) {
       return true;
+    }
     if (typeof name === 'string' && TRANSPORT_NAMES.has(name)) return true;
     if (typeof message === 'string' && LOST_CONNECTION_TEXT.test(message)) return true;
   }
