@@ -82,9 +82,9 @@ export interface OutboxBatchResult {
  * and becomes dead after `outbox.maxAttempts`. A publish that failed because the broker could not
  * be reached (outbox-unavailable.ts) is no attempt: the message is given back as it was and the
  * relay backs off as a whole (growing, jittered, capped delay) until a pass goes through again,
- * and likewise when the database behind it cannot be reached. It polls every `outbox.pollIntervalMs`, claims
- * again at once while batches come back full, and is woken at once when a transaction of this
- * process that added outbox rows commits. A relay that dies mid-batch loses its lease and
+ * and likewise when the database behind it cannot be reached. It polls every
+ * `outbox.pollIntervalMs`, claims again at once while batches come back full, and is woken at
+ * once when a transaction of this process that added outbox rows commits. A relay that dies mid-batch loses its lease and
  * another relay publishes the batch again (at-least-once: consumers de-duplicate by message id).
  *
  * On shutdown it stops claiming, lets the in-flight batch finish (each publish is bounded by
