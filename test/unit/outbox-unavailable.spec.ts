@@ -1,4 +1,10 @@
-import { ClientProxy, ClientRMQ, type ReadPacket, type WritePacket } from '@nestjs/microservices';
+import {
+  ClientNats,
+  ClientProxy,
+  ClientRMQ,
+  type ReadPacket,
+  type WritePacket,
+} from '@nestjs/microservices';
 import { randomUUID } from 'node:crypto';
 import {
   ClientProxyPublisher,
@@ -197,6 +203,18 @@ describe('which failed publishes count as attempts', () => {
         expect(counts(publisher, outcome!)).toBe('no attempt (broker unreachable)');
       } finally {
         await client.close();
+      }
+    });
+
+    it('a real ClientNats with no server behind its URL: no attempt', async () => {
+      const client = new ClientNats({ servers: ['nats://127.0.0.1:1'] });
+      const publisher = new ClientProxyPublisher(client as unknown as ClientProxy);
+      try {
+        const [outcome] = await publisher.publishBatch([message()]);
+        expect(outcome).toBeInstanceOf(Error);
+        expect(counts(publisher, outcome!)).toBe('no attempt (broker unreachable)');
+      } finally {
+        await client.close().catch(() => undefined);
       }
     });
 
