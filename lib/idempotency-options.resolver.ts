@@ -59,6 +59,7 @@ export const DEFAULT_OPTIONS: ResolvedIdempotencyOptions = {
     requireTransaction: true,
     wakeOnCommit: true,
     publishTimeoutMs: 10_000,
+    shutdownTimeoutMs: 15_000,
   },
   inbox: {
     acknowledge: 'auto',
@@ -299,6 +300,7 @@ function resolveOutboxOptions(raw: OutboxOptions = {}): ResolvedIdempotencyOptio
       DEFAULT_OPTIONS.outbox.publishTimeoutMs,
       Math.floor(o.leaseMs / 2),
     );
+  if (raw.shutdownTimeoutMs === undefined) o.shutdownTimeoutMs = o.publishTimeoutMs + 5000;
   return o;
 }
 
@@ -320,6 +322,8 @@ function validateOutboxOptions(
   }
   if (!(Number.isInteger(o.maxAttempts) && o.maxAttempts >= 1))
     fail('outbox.maxAttempts must be an integer >= 1');
+  if (!(o.shutdownTimeoutMs > 0))
+    fail('outbox.shutdownTimeoutMs must be a positive number of milliseconds');
   if (!(o.backoffBaseMs >= 0)) fail('outbox.backoffBaseMs must be >= 0');
   if (!(o.backoffMaxMs >= o.backoffBaseMs))
     fail('outbox.backoffMaxMs must be >= outbox.backoffBaseMs');

@@ -171,6 +171,13 @@ export interface OutboxOptions {
    */
   publishTimeoutMs?: number;
   /**
+   * Longest wait on shutdown for the relay to finish its in-flight batch, in ms; then it stops
+   * waiting (rows it still holds stay pending under their lease and are published again once it
+   * lapses: nothing is lost). Bounds `app.close()` whatever the broker or database is doing.
+   * Default `publishTimeoutMs` + 5000.
+   */
+  shutdownTimeoutMs?: number;
+  /**
    * The publisher the relay sends through. Default: the `OutboxPublisher` provider registered
    * anywhere in the app (none: the relay does not start).
    */

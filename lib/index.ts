@@ -67,7 +67,11 @@ export { OutboxService } from './outbox/outbox.service';
 export { OutboxRelay } from './outbox/outbox-relay.service';
 export { OutboxAdminService } from './outbox/outbox-admin.service';
 export type { OutboxEntry, OutboxListFilter } from './outbox/outbox-admin.service';
-export type { OutboxRelayStatus, OutboxBatchResult } from './outbox/outbox-relay.service';
+export type {
+  OutboxRelayStatus,
+  OutboxBatchResult,
+  OutboxRelayOutage,
+} from './outbox/outbox-relay.service';
 export { OutboxPublisher } from './outbox/outbox-publisher.interface';
 export type { OutboxEvent, OutboxMessage } from './outbox/outbox-message.interface';
 export { OUTBOX_HEADERS } from './outbox/outbox.constants';
@@ -75,7 +79,9 @@ export {
   OutboxTransactionRequiredError,
   InvalidOutboxEventError,
   OutboxPublishTimeoutError,
+  PublisherUnavailableError,
 } from './outbox/outbox.errors';
+export { isConnectionError } from './outbox/outbox-unavailable';
 export { ClientProxyPublisher } from './outbox/publishers/client-proxy.publisher';
 export type {
   ClientProxyPublisherOptions,
@@ -90,6 +96,7 @@ export type {
   ServiceBusMessageBatchLike,
 } from './outbox/publishers/service-bus.publisher';
 export { FunctionPublisher } from './outbox/publishers/function.publisher';
+export type { FunctionPublisherOptions } from './outbox/publishers/function.publisher';
 export type { OutboxRow, OutboxStatus } from './persistence/dialects';
 
 // Inbox

@@ -74,7 +74,30 @@ function logLevels(): LogLevel[] {
   return order.slice(0, i < 0 ? 4 : i + 1);
 }
 
+/** Longest shutdown after SIGTERM / SIGINT before the process exits anyway: SHUTDOWN_TIMEOUT_MS, default 30 s. */
+const SHUTDOWN_TIMEOUT_MS = Number(process.env.SHUTDOWN_TIMEOUT_MS || 30_000);
+
+/**
+ * A last bound on shutdown, above the library's own (the relay waits at most
+ * outbox.shutdownTimeoutMs, a RabbitMQ close at most 5 s): whatever a hook still waits for after
+ * SHUTDOWN_TIMEOUT_MS, the process exits with code 1 and says so. Nothing is lost by it: outbox
+ * rows not confirmed stay pending, deliveries not acknowledged are redelivered.
+ */
+function boundShutdown(): void {
+  const arm = (signal: NodeJS.Signals) => {
+    const timer = setTimeout(() => {
+      new Logger('SampleApp').error(
+        `shutdown (${signal}) did not complete within ${SHUTDOWN_TIMEOUT_MS} ms (SHUTDOWN_TIMEOUT_MS): exiting`,
+      );
+      process.exit(1);
+    }, SHUTDOWN_TIMEOUT_MS);
+    timer.unref();
+  };
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => arm(signal));
+}
+
 async function main() {
+  boundShutdown();
   const app = await createSampleApp();
   const port = Number(process.env.PORT ?? 3000);
   await app.listen(port, process.env.HOST ?? '127.0.0.1');

@@ -3,7 +3,7 @@ import { ModulesContainer } from '@nestjs/core';
 import type { Subscription } from 'rxjs';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options';
-import { isRmqServer, watchRmqServer } from '../internal/rmq-connection-loss';
+import { isRmqServer, RMQ_CLOSE_TIMED_OUT, watchRmqServer } from '../internal/rmq-connection-loss';
 import { LibraryLogger } from '../observability/library-logger';
 import { RMQ_CONSUME_FAILED, RMQ_SERVER_CHANNEL_ERROR } from './inbox.messages';
 
@@ -31,6 +31,7 @@ export class RmqServerWatcher implements OnModuleDestroy {
         target,
         (e) => this.logger.warn(RMQ_SERVER_CHANNEL_ERROR(e)),
         (queue, e) => this.logger.warn(RMQ_CONSUME_FAILED(queue, e)),
+        (ms) => this.logger.warn(RMQ_CLOSE_TIMED_OUT('ServerRMQ', ms)),
       );
     });
   }

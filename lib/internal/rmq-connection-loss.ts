@@ -19,6 +19,19 @@
  * @internal
  */
 
+/**
+ * How long a ServerRMQ's or ClientRMQ's `close()` may take before its connection is torn down:
+ * amqp-connection-manager closes each channel first, and amqplib waits for the broker's
+ * Close-Ok, which a broker that stopped answering (a network that drops packets, a frozen
+ * broker) never sends, so `app.close()` (and SIGTERM) would wait for ever.
+ */
+export const RMQ_CLOSE_TIMEOUT_MS = 5000;
+
+/** The log line of a close that {@link RMQ_CLOSE_TIMEOUT_MS} cut short. */
+export const RMQ_CLOSE_TIMED_OUT = (what: string, ms: number) =>
+  `RabbitMQ: ${what}.close() did not complete within ${ms} ms (the broker does not answer); ` +
+  'its connection was torn down so that shutdown goes on. Unconfirmed messages stay pending in the outbox; unacknowledged deliveries are redelivered.';
+
 /** What a ChannelWrapper (or any emitter) offers for listening. */
 interface Emitter {
   on(event: string, listener: (...args: unknown[]) => void): unknown;
@@ -114,10 +127,16 @@ const watchedClients = new WeakSet<object>();
  * every connection it opens has its `error` events listened to from its creation on, and so do
  * the wrappers of a connection it already has.
  */
-export function watchRmqClient(client: unknown, onChannelError: (error: unknown) => void): void {
+export function watchRmqClient(
+  client: unknown,
+  onChannelError: (error: unknown) => void,
+  onCloseTimedOut: (timeoutMs: number) => void = () => undefined,
+  closeTimeoutMs = RMQ_CLOSE_TIMEOUT_MS,
+): void {
   if (!client || typeof client !== 'object' || watchedClients.has(client)) return;
   watchedClients.add(client);
   const c = client as RmqClientLike;
+  boundClose(client, () => c.client, closeTimeoutMs, onCloseTimedOut);
   const createClient = c.createClient;
   if (typeof createClient === 'function') {
     // An own property: ClientRMQ#connect calls `this.createClient()` for each new connection.
@@ -161,9 +180,17 @@ export function watchRmqServer(
   server: RmqServerLike,
   onChannelError: (error: unknown) => void,
   onConsumeError: (queue: string, error: unknown) => void,
+  onCloseTimedOut: (timeoutMs: number) => void = () => undefined,
+  closeTimeoutMs = RMQ_CLOSE_TIMEOUT_MS,
 ): void {
   if (watchedServers.has(server)) return;
   watchedServers.add(server);
+  boundClose(
+    server,
+    () => (server as { server?: unknown }).server,
+    closeTimeoutMs,
+    onCloseTimedOut,
+  );
   const setupChannel = server.setupChannel;
   // An own property: the amqp-connection-manager setup Nest registered calls
   // `this.setupChannel(channel, …)` on every connect, so it finds this one.
@@ -175,4 +202,50 @@ export function watchRmqServer(
   // this one; the wrapper can fail no earlier than its first reply from the broker.
   server.on('connect', () => listenToChannelErrors(server.channel, onChannelError));
   listenToChannelErrors(server.channel, onChannelError);
+}
+
+/** amqp-connection-manager's connection manager, as far as `boundClose` reads it. */
+interface ConnectionManagerLike {
+  close?(): Promise<unknown>;
+  /** amqplib's ChannelModel of the current connection: `.connection.stream` is its socket. */
+  connection?: { connection?: { stream?: { destroy?(): void } } };
+}
+
+/**
+ * Makes `target.close()` (ServerRMQ, ClientRMQ) resolve within `timeoutMs` whatever the broker
+ * does. Past it, the connection manager is closed (no reconnect timer left) and the socket of its
+ * current connection destroyed, so the channel closes still pending settle and nothing keeps the
+ * process alive; unsent or unconfirmed publishes were already rejected by the channel's close.
+ * Messages are not lost: a delivery not yet acknowledged is redelivered by RabbitMQ, and an outbox
+ * message not confirmed stays pending.
+ */
+function boundClose(
+  target: object,
+  manager: () => unknown,
+  timeoutMs: number,
+  onTimedOut: (timeoutMs: number) => void,
+): void {
+  const t = target as { close?: (...args: unknown[]) => Promise<unknown> };
+  const close = t.close;
+  if (typeof close !== 'function') return;
+  // An own property: Nest calls `server.close()` / `client.close()` on shutdown.
+  t.close = function (this: unknown, ...args: unknown[]) {
+    const m = manager() as ConnectionManagerLike | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    const closing = Promise.resolve(close.apply(this, args));
+    const deadline = new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        onTimedOut(timeoutMs);
+        void m?.close?.()?.catch?.(() => undefined);
+        try {
+          m?.connection?.connection?.stream?.destroy?.();
+        } catch {
+          // already gone
+        }
+        resolve();
+      }, timeoutMs);
+      timer.unref?.();
+    });
+    return Promise.race([closing, deadline]).finally(() => clearTimeout(timer));
+  };
 }

@@ -23,6 +23,12 @@ export interface OutboxHealthDetails {
   relay: RelayLiveness;
   /** Milliseconds since the relay in this process last polled (absent when it never did). */
   relayLastPollMsAgo?: number;
+  /**
+   * Present while the relay of this process backs off as a whole because the broker (or the
+   * database) cannot be reached: an outage, not failures (messages keep their attempts). It does
+   * not make the check `down` by itself; a long one does through `maxPendingAgeMs`.
+   */
+  relayBackingOff?: { reason: 'broker' | 'database' | 'error'; forMs: number; lastError: string };
   pending?: number;
   oldestPendingAgeMs?: number;
   deadLetters?: number;
@@ -74,6 +80,13 @@ export class IdempotencyHealthIndicator {
           );
         } else {
           details.relay = 'running';
+        }
+        if (relay.outage) {
+          details.relayBackingOff = {
+            reason: relay.outage.reason,
+            forMs: Math.max(0, Date.now() - relay.outage.since.getTime()),
+            lastError: relay.outage.lastError,
+          };
         }
       } else if (relay.heartbeatAt) {
         details.relay = 'stopped';

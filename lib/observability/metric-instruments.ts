@@ -19,6 +19,8 @@ export const METRIC_NAMES = {
   outboxFailed: 'outbox.failed',
   outboxDead: 'outbox.dead',
   outboxPublishLag: 'outbox.publish.lag',
+  outboxUnavailable: 'outbox.unavailable',
+  outboxRelayBackingOff: 'outbox.relay.backing_off',
   outboxBacklog: 'outbox.backlog',
   outboxOldestPendingAge: 'outbox.oldest_pending.age',
   outboxDeadLetters: 'outbox.dead_letters',
@@ -105,11 +107,22 @@ const INSTRUMENTS = {
     '{message}',
     'Outbox messages that exhausted their attempts and became dead letters',
   ),
+  outboxUnavailable: counter(
+    N.outboxUnavailable,
+    '{message}',
+    'Publishes that found the broker unreachable: given back unpublished, no attempt counted',
+  ),
   outboxPublishLag: histogram(
     N.outboxPublishLag,
     'ms',
     'Commit-to-publish lag: from the outbox row being written to the broker confirming it',
     { explicitBucketBoundaries: LAG_BUCKETS },
+  ),
+  // The relay of this process, observed through MetricsService.observeRelay()
+  outboxRelayBackingOff: gauge(
+    N.outboxRelayBackingOff,
+    '1',
+    '1 while the relay of this process backs off as a whole (broker or database unreachable), else 0',
   ),
   // Outbox gauges, observed through MetricsService.observeOutbox()
   outboxBacklog: gauge(

@@ -61,6 +61,23 @@ export class MetricsService extends Instrumented implements OnModuleDestroy {
     return dispose;
   }
 
+  /**
+   * Registers the source of the relay's `outbox.relay.backing_off` gauge (1 while the relay
+   * backs off as a whole, else 0). Returns a function that unregisters it.
+   * @internal
+   */
+  observeRelay(source: () => number): () => void {
+    const gauge = this.outboxRelayBackingOff;
+    const callback = (result: { observe(value: number): void }) => result.observe(source());
+    gauge.addCallback(callback);
+    const dispose = () => {
+      gauge.removeCallback(callback);
+      this.disposers.delete(dispose);
+    };
+    this.disposers.add(dispose);
+    return dispose;
+  }
+
   onModuleDestroy(): void {
     for (const dispose of [...this.disposers]) dispose();
   }

@@ -17,12 +17,31 @@ import type { OutboxRow } from '../persistence/dialects';
 import { outboxAfterPublish } from '../diagnostics/diagnostics.channels';
 import { outboxBackoffMs } from './outbox-backoff';
 import { OUTBOX_HEADERS, OUTBOX_LIMITS } from './outbox.constants';
-import { NO_PUBLISHER, UNREADABLE_PAYLOAD } from './outbox.messages';
+import { NO_PUBLISHER, UNAVAILABLE_NOTE, UNREADABLE_PAYLOAD } from './outbox.messages';
+import { isPublisherUnavailable } from './outbox-unavailable';
+import { isDatabaseUnavailable } from '../persistence/database-unavailable';
 import { publishWithin } from './outbox-publish';
 import { markSentWithRetries, settleWithRetries } from './outbox-settle';
 import type { OutboxMessage } from './outbox-message.interface';
 import { OutboxPublisher } from './outbox-publisher.interface';
 import { OutboxWakeSignal } from './outbox-wake.signal';
+
+/**
+ * Why the relay of this process is backing off as a whole: `broker`, the publisher could not
+ * reach it (no attempt of the messages was counted); `database`, the database behind the relay
+ * could not be reached; `error`, a pass failed otherwise.
+ */
+export interface OutboxRelayOutage {
+  reason: 'broker' | 'database' | 'error';
+  /** When the first failed pass of this outage ended. */
+  since: Date;
+  /** Passes that failed in a row (probes included). */
+  passes: number;
+  /** The last error (text). */
+  lastError: string;
+  /** Delay before the next pass, in ms. */
+  retryInMs: number;
+}
 
 /** What the relay of this process is doing, for health checks and metrics. */
 export interface OutboxRelayStatus {
@@ -35,6 +54,10 @@ export interface OutboxRelayStatus {
   published: number;
   failed: number;
   dead: number;
+  /** Publishes that found the broker unreachable (given back, no attempt counted). */
+  unavailable: number;
+  /** Set while the relay backs off as a whole (broker or database unreachable); null otherwise. */
+  outage: OutboxRelayOutage | null;
 }
 
 /** Outcome of one claimed batch. */
@@ -45,6 +68,10 @@ export interface OutboxBatchResult {
   dead: number;
   /** Rows given back unpublished (the relay was stopping). */
   released: number;
+  /** Rows given back unpublished because the broker was unreachable (no attempt counted). */
+  unavailable: number;
+  /** The first error of those, when `unavailable` > 0. */
+  unavailableError?: string;
 }
 
 /**
@@ -52,13 +79,18 @@ export interface OutboxBatchResult {
  * a batch of the oldest due messages under a lease (safe with any number of relays on one
  * database), publishes them through the `OutboxPublisher`, waits for the broker's confirmation,
  * then marks them sent; a failed message is retried later with exponential backoff and jitter,
- * and becomes dead after `outbox.maxAttempts`. It polls every `outbox.pollIntervalMs`, claims
- * again at once while batches come back full, and is woken at once when a transaction of this
- * process that added outbox rows commits. A relay that dies mid-batch loses its lease and
+ * and becomes dead after `outbox.maxAttempts`. A publish that failed because the broker could not
+ * be reached (outbox-unavailable.ts) is no attempt: the message is given back as it was and the
+ * relay backs off as a whole (growing, jittered, capped delay) until a pass goes through again,
+ * and likewise when the database behind it cannot be reached. It polls every
+ * `outbox.pollIntervalMs`, claims again at once while batches come back full, and is woken at
+ * once when a transaction of this process that added outbox rows commits. A relay that dies mid-batch loses its lease and
  * another relay publishes the batch again (at-least-once: consumers de-duplicate by message id).
  *
  * On shutdown it stops claiming, lets the in-flight batch finish (each publish is bounded by
- * `outbox.publishTimeoutMs`) and marks it, or releases rows it had not started publishing.
+ * `outbox.publishTimeoutMs`) and marks it, or releases rows it had not started publishing; it
+ * waits at most `outbox.shutdownTimeoutMs` for that, then lets the app close (rows it still
+ * holds are published again once their lease lapses).
  */
 @Injectable()
 export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -72,12 +104,17 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
   private woken = false;
   private batchNo = 0;
   private unsubscribe: (() => void) | undefined;
+  private stopGauge: (() => void) | undefined;
+  /** A backoff sleep: a wake-up (new rows committed) does not cut it short, only stop() does. */
+  private backingOff = false;
+  private outage: OutboxRelayOutage | null = null;
   private readonly counters = {
     heartbeatAt: null as Date | null,
     batches: 0,
     published: 0,
     failed: 0,
     dead: 0,
+    unavailable: 0,
   };
 
   constructor(
@@ -110,28 +147,52 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     this.publisher = p;
     this.state = 'running';
     this.unsubscribe = this.signal.subscribe(() => this.wake());
+    this.stopGauge = this.metrics.observeRelay(() => (this.outage ? 1 : 0));
     this.loop = this.run().finally(() => {
       this.state = 'idle';
+      this.outage = null;
       this.unsubscribe?.();
       this.unsubscribe = undefined;
+      this.stopGauge?.();
+      this.stopGauge = undefined;
     });
   }
 
-  /** Stops claiming, finishes (or releases) the in-flight batch, and resolves when the loop has ended. */
-  async stop(): Promise<void> {
+  /**
+   * Stops claiming, finishes (or releases) the in-flight batch, and resolves when the loop has
+   * ended, or after `outbox.shutdownTimeoutMs` (default: the configured one) when it has not: a
+   * publish or a database statement that hangs does not hold the app's shutdown. Rows the loop
+   * still holds then stay pending under their lease and are claimed again once it lapses.
+   */
+  async stop(timeoutMs: number = this.options.outbox.shutdownTimeoutMs): Promise<void> {
     if (this.state === 'running') this.state = 'stopping';
     this.interruptSleep?.();
-    await this.loop;
+    const loop = this.loop;
+    if (!loop) return;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = await Promise.race([
+      loop.then(() => false),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(true), timeoutMs);
+        timer.unref?.();
+      }),
+    ]).finally(() => clearTimeout(timer));
+    if (timedOut) this.log('warn', 'relay.stop-timed-out', { relayId: this.relayId, timeoutMs });
   }
 
   /** Claims again at once instead of at the next poll (new rows were committed in this process). */
   wake(): void {
     this.woken = true;
-    this.interruptSleep?.();
+    if (!this.backingOff) this.interruptSleep?.();
   }
 
   get status(): OutboxRelayStatus {
-    return { state: this.state, relayId: this.relayId, ...this.counters };
+    return {
+      state: this.state,
+      relayId: this.relayId,
+      ...this.counters,
+      outage: this.outage ? { ...this.outage } : null,
+    };
   }
 
   /**
@@ -144,7 +205,14 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     if (!publisher) throw new Error(NO_PUBLISHER);
     const o = this.options.outbox;
     const owner = `${this.relayId}#${++this.batchNo}`;
-    const result: OutboxBatchResult = { claimed: 0, published: 0, failed: 0, dead: 0, released: 0 };
+    const result: OutboxBatchResult = {
+      claimed: 0,
+      published: 0,
+      failed: 0,
+      dead: 0,
+      released: 0,
+      unavailable: 0,
+    };
     const rows = await this.store.claim({
       owner,
       limit: o.batchSize,
@@ -163,9 +231,14 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     }
     this.counters.batches++;
     const { outcomes, messages, traces } = await this.publishAll(publisher, rows);
+    // A failure because the broker could not be reached is no attempt of the message.
+    const unreachable = outcomes.map(
+      (e, i) => !!e && !!messages[i] && isPublisherUnavailable(publisher, e),
+    );
     rows.forEach((row, i) => {
       const attempt = row.attempts + 1;
-      traces[i]?.end(outcomes[i], attempt, !!outcomes[i] && attempt >= o.maxAttempts);
+      const dead = !!outcomes[i] && !unreachable[i] && attempt >= o.maxAttempts;
+      traces[i]?.end(outcomes[i], unreachable[i] ? row.attempts : attempt, dead);
     });
     const sent = rows.filter((_, i) => !outcomes[i]);
     if (outboxAfterPublish.hasSubscribers)
@@ -194,14 +267,37 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
         this.metrics.outboxPublishLag.record(Math.max(0, now - m.createdAt.getTime()));
       this.onPublished(published);
     }
+    const heldBack = rows.filter((_, i) => unreachable[i]);
+    if (heldBack.length) {
+      const first = outcomes[unreachable.indexOf(true)]!;
+      const text = errorText(first);
+      result.unavailable = await settleWithRetries(
+        () =>
+          this.store.release(
+            heldBack.map((r) => r.seq),
+            owner,
+            UNAVAILABLE_NOTE(text).slice(0, OUTBOX_LIMITS.errorLength),
+          ),
+        this.settleRetried(owner, 'release-unavailable'),
+      );
+      result.unavailableError = text;
+      this.counters.unavailable += heldBack.length;
+      this.metrics.outboxUnavailable.add(heldBack.length);
+      this.log('debug', 'unavailable', {
+        owner,
+        messages: heldBack.length,
+        released: result.unavailable,
+        error: text,
+      });
+    }
     await Promise.all(
       rows.map(async (row, i) => {
         const error = outcomes[i];
-        if (!error) return;
+        if (!error || unreachable[i]) return;
         const attempt = row.attempts + 1;
         const dead = attempt >= o.maxAttempts;
         const retryInMs = dead ? 0 : outboxBackoffMs(attempt, o.backoffBaseMs, o.backoffMaxMs);
-        const text = (error.message || String(error)).slice(0, OUTBOX_LIMITS.errorLength);
+        const text = errorText(error).slice(0, OUTBOX_LIMITS.errorLength);
         await settleWithRetries(
           () => this.store.markFailed({ seq: row.seq, owner, error: text, retryInMs, dead }),
           this.settleRetried(owner, 'mark-failed'),
@@ -314,7 +410,6 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
 
   private async run(): Promise<void> {
     const o = this.options.outbox;
-    let errors = 0;
     this.log('log', 'relay.started', {
       relayId: this.relayId,
       batchSize: o.batchSize,
@@ -326,25 +421,78 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       this.counters.heartbeatAt = new Date();
       this.woken = false;
       let full = false;
+      let held: Pick<OutboxRelayOutage, 'reason' | 'lastError'> | undefined;
       try {
         const r = await this.runOnce(this.publisher);
         full = r.claimed >= o.batchSize;
-        errors = 0;
+        if (r.unavailable > 0 || r.unavailableError !== undefined) {
+          held = { reason: 'broker', lastError: r.unavailableError ?? 'unavailable' };
+        }
       } catch (e) {
-        errors++;
-        this.log('warn', 'relay.pass-failed', { inARow: errors, error: (e as Error).message });
+        const error = errorText(e);
+        this.log('warn', 'relay.pass-failed', {
+          inARow: (this.outage?.passes ?? 0) + 1,
+          error,
+        });
+        held = { reason: isDatabaseUnavailable(e) ? 'database' : 'error', lastError: error };
       }
       if (this.state !== 'running') break;
-      if (full || (this.woken && errors === 0)) continue;
-      await this.sleep(
-        errors ? Math.min(o.pollIntervalMs * 2 ** Math.min(errors, 10), 30_000) : o.pollIntervalMs,
-      );
+      if (held) {
+        await this.backOff(held);
+        continue;
+      }
+      this.recovered();
+      if (full || this.woken) continue;
+      await this.sleep(o.pollIntervalMs);
     }
     this.log('log', 'relay.stopped', { relayId: this.relayId });
   }
 
+  /**
+   * A pass was held back (broker or database unreachable, or it failed): the relay waits as a
+   * whole, longer after each such pass in a row (`outbox.backoffBaseMs` doubling, capped at
+   * `outbox.backoffMaxMs` and at {@link OUTAGE_BACKOFF_CAP_MS}, equal jitter), then tries again.
+   * The first pass of an outage logs `outbox.relay.backing-off`.
+   */
+  private async backOff(held: Pick<OutboxRelayOutage, 'reason' | 'lastError'>): Promise<void> {
+    const o = this.options.outbox;
+    const passes = (this.outage?.passes ?? 0) + 1;
+    const base = o.backoffBaseMs > 0 ? o.backoffBaseMs : o.pollIntervalMs;
+    const cap = Math.max(base, Math.min(o.backoffMaxMs, OUTAGE_BACKOFF_CAP_MS));
+    const retryInMs = outboxBackoffMs(passes, base, cap);
+    const since = this.outage?.since ?? new Date();
+    if (!this.outage || this.outage.reason !== held.reason) {
+      this.log('warn', 'relay.backing-off', {
+        relayId: this.relayId,
+        reason: held.reason,
+        retryInMs,
+        error: held.lastError,
+      });
+    }
+    this.outage = { ...held, since, passes, retryInMs };
+    this.backingOff = true;
+    try {
+      await this.sleep(retryInMs);
+    } finally {
+      this.backingOff = false;
+    }
+  }
+
+  /** A pass went through after an outage: logs `outbox.relay.recovered` once, with how long it lasted. */
+  private recovered(): void {
+    const outage = this.outage;
+    if (!outage) return;
+    this.outage = null;
+    this.log('log', 'relay.recovered', {
+      relayId: this.relayId,
+      reason: outage.reason,
+      downMs: Date.now() - outage.since.getTime(),
+      passes: outage.passes,
+    });
+  }
+
   private sleep(ms: number): Promise<void> {
-    if (this.woken || this.state !== 'running') return Promise.resolve();
+    if ((this.woken && !this.backingOff) || this.state !== 'running') return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
@@ -355,4 +503,12 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       this.interruptSleep = done;
     });
   }
+}
+
+/** Longest relay-wide backoff between passes while the broker or database is unreachable. */
+const OUTAGE_BACKOFF_CAP_MS = 10_000;
+
+/** An error's text (publishers and drivers sometimes reject with a string). */
+function errorText(e: unknown): string {
+  return e instanceof Error ? e.message || String(e) : String(e);
 }

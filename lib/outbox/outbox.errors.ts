@@ -26,3 +26,18 @@ export class OutboxPublishTimeoutError extends Error {
     this.name = 'OutboxPublishTimeoutError';
   }
 }
+
+/**
+ * A publisher could not reach its broker (connection refused, lost or closed, channel closed
+ * with the connection, the client reconnecting): the publish failed for every message alike, so
+ * it is no attempt of the message. The relay gives the message back unpublished (its attempts
+ * unchanged), backs off as a whole and tries again. Throw it (or return it from `publishBatch`)
+ * from a custom publisher, with the original error as `cause`; or implement
+ * `OutboxPublisher.isUnavailable()` to classify errors you do not throw yourself.
+ */
+export class PublisherUnavailableError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'PublisherUnavailableError';
+  }
+}

@@ -41,8 +41,8 @@ export class OutboxStore {
     return this.sql.markFailed(this.db.autocommit(), p);
   }
 
-  release(seqs: readonly string[], owner: string): Promise<number> {
-    return this.sql.release(this.db.autocommit(), seqs, owner);
+  release(seqs: readonly string[], owner: string, error?: string): Promise<number> {
+    return this.sql.release(this.db.autocommit(), seqs, owner, error);
   }
 
   list(p: OutboxListParams): Promise<OutboxRow[]> {

@@ -72,8 +72,18 @@ describe.each(databaseKinds())('metrics on %s', (kind) => {
 
   beforeAll(async () => {
     db = await createTestDatabase(kind);
+    const unreachableTries = new Map<string, number>();
     const publisher = new FunctionPublisher((m) => {
-      if ((m.payload as { name?: string }).name === 'doomed') throw new Error('rejected');
+      const name = (m.payload as { name?: string }).name;
+      if (name === 'doomed') throw new Error('rejected');
+      // The broker unreachable for this message's first two tries: no attempt, the relay backs off.
+      const tries = unreachableTries.get(m.id) ?? 0;
+      if (name === 'unreachable' && tries < 2) {
+        unreachableTries.set(m.id, tries + 1);
+        throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5672'), {
+          code: 'ECONNREFUSED',
+        });
+      }
       published.add(m.id);
     });
     app = await startOpsApp(db.url, {
@@ -131,6 +141,12 @@ describe.each(databaseKinds())('metrics on %s', (kind) => {
       'a dead letter',
     );
 
+    // Relay: the broker unreachable twice, then the message goes through (not counted as failed).
+    const unreachable = await post(randomUUID(), { name: 'unreachable' });
+    expect(unreachable.status).toBe(201);
+    const unreachableId = ((await unreachable.json()) as { messageId: string }).messageId;
+    await eventually(async () => published.has(unreachableId), 'the message after the outage');
+
     // Inbox: processed once, then a duplicate.
     const inbox = app.get(InboxService);
     const id = randomUUID();
@@ -170,6 +186,10 @@ describe.each(databaseKinds())('metrics on %s', (kind) => {
     expect(delta(after, METRIC_NAMES.outboxPublishLag)).toBeGreaterThanOrEqual(2);
     expect(delta(after, METRIC_NAMES.outboxFailed)).toBeGreaterThanOrEqual(1);
     expect(delta(after, METRIC_NAMES.outboxDead)).toBe(1);
+    expect(delta(after, METRIC_NAMES.outboxUnavailable)).toBe(2);
+    // The relay backed off and has recovered: the gauge is there, at 0.
+    expect(after.has(METRIC_NAMES.outboxRelayBackingOff)).toBe(true);
+    expect(total(after, METRIC_NAMES.outboxRelayBackingOff)).toBe(0);
     expect(delta(after, METRIC_NAMES.inboxProcessed, { consumer: 'metrics-suite' })).toBe(1);
     expect(delta(after, METRIC_NAMES.inboxDuplicates, { consumer: 'metrics-suite' })).toBe(1);
     expect(delta(after, METRIC_NAMES.cleanupDeleted, { table: 'idempotency' })).toBe(
@@ -188,6 +208,8 @@ describe.each(databaseKinds())('metrics on %s', (kind) => {
       [METRIC_NAMES.idempotencyStoreDuration]: 'ms',
       [METRIC_NAMES.outboxPublished]: '{message}',
       [METRIC_NAMES.outboxPublishLag]: 'ms',
+      [METRIC_NAMES.outboxUnavailable]: '{message}',
+      [METRIC_NAMES.outboxRelayBackingOff]: '1',
       [METRIC_NAMES.outboxBacklog]: '{message}',
       [METRIC_NAMES.outboxOldestPendingAge]: 'ms',
       [METRIC_NAMES.inboxProcessed]: '{message}',

@@ -1,8 +1,13 @@
 import { Propagation } from '@nestjs-cls/transactional';
 import { randomUUID } from 'node:crypto';
-import { InvalidOutboxEventError, OutboxTransactionRequiredError } from '../../lib';
+import {
+  FunctionPublisher,
+  InvalidOutboxEventError,
+  OutboxTransactionRequiredError,
+} from '../../lib';
 import type { OutboxEvent, OutboxMessage } from '../../lib';
 import {
+  EventRecorder,
   type OutboxFixture,
   RecordingPublisher,
   startOutboxFixture,
@@ -317,6 +322,131 @@ describe.each(databaseKinds())('transactional outbox and relay on %s', (kind) =>
     });
   });
 
+  describe('broker outages are not failures', () => {
+    const refused = () =>
+      Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5672'), { code: 'ECONNREFUSED' });
+
+    it('an outage far longer than maxAttempts × backoffMax uses no attempt: the relay backs off as a whole, resumes, and says so once', async () => {
+      let down = true;
+      const calls = { failed: 0, ok: 0 };
+      const publisher = new FunctionPublisher(async () => {
+        if (down) {
+          calls.failed++;
+          throw refused();
+        }
+        calls.ok++;
+      });
+      const logs = new EventRecorder();
+      const f = await startOutboxFixture({
+        dbUrl: db.url,
+        logger: logs,
+        outbox: {
+          publisher,
+          pollIntervalMs: 50,
+          maxAttempts: 2,
+          backoffBaseMs: 20,
+          backoffMaxMs: 100,
+          publishTimeoutMs: 300,
+        },
+      });
+      try {
+        const ids = Array.from({ length: 5 }, () => randomUUID());
+        await f.txHost.withTransaction(() =>
+          f.outbox.add(ids.map((id) => ({ id, type: 'test.outage', payload: {} }))),
+        );
+        // Publishes during the outage: each would have been an attempt before, and 2 made a message dead.
+        await eventually('the relay has tried many times', () => calls.failed >= 5 * 2 * 4);
+        // Messages written during the outage wake the relay, which keeps backing off.
+        const later = randomUUID();
+        await f.txHost.withTransaction(() =>
+          f.outbox.add({ id: later, type: 'test.outage', payload: {} }),
+        );
+        await eventually('the later message was tried too', async () =>
+          (await f.admin.get(later))?.lastError ? true : undefined,
+        );
+        const during = await Promise.all([...ids, later].map((id) => f.admin.get(id)));
+        for (const e of during) {
+          expect(e).toMatchObject({ status: 'pending', attempts: 0 });
+          expect(e!.lastError).toContain('the broker was unreachable (no attempt counted)');
+          expect(e!.lastError).toContain('ECONNREFUSED');
+        }
+        const status = f.relay.status;
+        expect(status).toMatchObject({ state: 'running', failed: 0, dead: 0 });
+        expect(status.unavailable).toBeGreaterThanOrEqual(5 * 2 * 4);
+        expect(status.outage).toMatchObject({ reason: 'broker' });
+        expect(status.outage!.passes).toBeGreaterThan(2);
+        expect(status.outage!.lastError).toContain('ECONNREFUSED');
+        expect((await f.admin.counts()).dead).toBe(0);
+
+        down = false;
+        for (const id of [...ids, later]) {
+          const sent = await eventually(`${id} published after the outage`, async () => {
+            const e = await f.admin.get(id);
+            return e?.status === 'sent' ? e : undefined;
+          });
+          // Only the publish that went through counted.
+          expect(sent.attempts).toBe(1);
+        }
+        await eventually('the relay is no longer backing off', () => !f.relay.status.outage);
+        expect(f.relay.status).toMatchObject({ failed: 0, dead: 0, outage: null });
+        // One line when it began, one when it ended, however many passes it took.
+        expect(logs.named('outbox.relay.backing-off')).toHaveLength(1);
+        expect(logs.named('outbox.relay.backing-off')[0]).toMatchObject({ reason: 'broker' });
+        const recovered = logs.named('outbox.relay.recovered');
+        expect(recovered).toHaveLength(1);
+        expect(recovered[0]).toMatchObject({ reason: 'broker' });
+        expect(recovered[0].downMs).toBeGreaterThan(0);
+        expect(recovered[0].passes).toBeGreaterThan(2);
+        expect(logs.named('outbox.failed')).toHaveLength(0);
+        expect(logs.named('outbox.dead')).toHaveLength(0);
+      } finally {
+        await f.close();
+      }
+    });
+
+    it('a batch where the broker refuses one message and is unreachable for others: only the refusal is an attempt', async () => {
+      const poison = randomUUID();
+      let down = true;
+      const publisher = new FunctionPublisher(async (m) => {
+        if (m.id === poison) throw new Error('message too large');
+        if (down) throw refused();
+      });
+      const f = await startOutboxFixture({
+        dbUrl: db.url,
+        outbox: {
+          publisher,
+          pollIntervalMs: NO_POLLING,
+          relayEnabled: false,
+          maxAttempts: 3,
+          backoffBaseMs: 0,
+          backoffMaxMs: 0,
+        },
+      });
+      try {
+        const other = randomUUID();
+        await f.txHost.withTransaction(() =>
+          f.outbox.add([
+            { id: poison, type: 'test.outage-mixed', payload: {} },
+            { id: other, type: 'test.outage-mixed', payload: {} },
+          ]),
+        );
+        const first = await f.relay.runOnce(publisher);
+        expect(first).toMatchObject({ claimed: 2, failed: 1, unavailable: 1, published: 0 });
+        expect(await f.admin.get(poison)).toMatchObject({ attempts: 1, status: 'pending' });
+        expect(await f.admin.get(other)).toMatchObject({ attempts: 0, status: 'pending' });
+        await f.relay.runOnce(publisher);
+        await f.relay.runOnce(publisher);
+        expect(await f.admin.get(poison)).toMatchObject({ attempts: 3, status: 'dead' });
+        expect(await f.admin.get(other)).toMatchObject({ attempts: 0, status: 'pending' });
+        down = false;
+        expect(await f.relay.runOnce(publisher)).toMatchObject({ published: 1, unavailable: 0 });
+        expect(await f.admin.get(other)).toMatchObject({ attempts: 1, status: 'sent' });
+      } finally {
+        await f.close();
+      }
+    });
+  });
+
   describe('per-partition-key ordering', () => {
     const relays = kind === 'sqlite' ? 1 : 3;
 
@@ -454,6 +584,53 @@ describe.each(databaseKinds())('transactional outbox and relay on %s', (kind) =>
       }
     });
   });
+  describe('bounded shutdown', () => {
+    it('stops waiting for a publish that hangs after outbox.shutdownTimeoutMs; the message stays pending and is published after its lease', async () => {
+      let started = false;
+      const hanging = new FunctionPublisher(() => {
+        started = true;
+        return new Promise(() => undefined);
+      });
+      const logs = new EventRecorder();
+      const f = await startOutboxFixture({
+        dbUrl: db.url,
+        logger: logs,
+        outbox: {
+          publisher: hanging,
+          pollIntervalMs: NO_POLLING,
+          leaseMs: 4000,
+          publishTimeoutMs: 3500,
+          shutdownTimeoutMs: 200,
+        },
+      });
+      const id = randomUUID();
+      await f.txHost.withTransaction(() => f.outbox.add({ id, type: 'test.hung', payload: {} }));
+      await eventually('publishing has started', () => started);
+      await f.close();
+      expect(logs.named('outbox.relay.stop-timed-out')).toHaveLength(1);
+      // Another process (a fresh relay) publishes it once the lease has lapsed.
+      const publisher = new RecordingPublisher();
+      const next = await startOutboxFixture({
+        dbUrl: db.url,
+        outbox: { publisher, pollIntervalMs: 200 },
+      });
+      try {
+        const sent = await eventually(
+          'published by the next relay',
+          async () => {
+            const e = await next.admin.get(id);
+            return e?.status === 'sent' ? e : undefined;
+          },
+          30_000,
+        );
+        expect(sent.attempts).toBe(1);
+        expect(publisher.publishedIds()).toEqual([id]);
+      } finally {
+        await next.close();
+      }
+    });
+  });
+
   // A lock time-out is what PostgreSQL lets a test cause on the relay's own connections (the
   // database's lock_timeout); a deadlock victim or a lost connection takes the same path.
   if (kind === 'postgres')

@@ -15,11 +15,21 @@ describe('outbox module options', () => {
       requireTransaction: true,
       wakeOnCommit: true,
       publishTimeoutMs: 10_000,
+      shutdownTimeoutMs: 15_000,
     });
   });
 
   it('an unset publish timeout follows a short lease (half of it)', () => {
     expect(resolveOptions({ outbox: { leaseMs: 2000 } }).outbox.publishTimeoutMs).toBe(1000);
+  });
+
+  it('an unset shutdown timeout is the publish timeout plus 5 s', () => {
+    expect(resolveOptions({ outbox: { publishTimeoutMs: 1500 } }).outbox.shutdownTimeoutMs).toBe(
+      6500,
+    );
+    expect(resolveOptions({ outbox: { shutdownTimeoutMs: 800 } }).outbox.shutdownTimeoutMs).toBe(
+      800,
+    );
   });
 
   it('keeps the publisher given as an option', () => {
@@ -36,6 +46,7 @@ describe('outbox module options', () => {
     [{ batchSize: 1001 }, /batchSize/],
     [{ pollIntervalMs: 0 }, /pollIntervalMs/],
     [{ maxAttempts: 0 }, /maxAttempts/],
+    [{ shutdownTimeoutMs: 0 }, /shutdownTimeoutMs must be a positive number/],
     [{ backoffBaseMs: 2000, backoffMaxMs: 1000 }, /backoffMaxMs must be >= outbox.backoffBaseMs/],
   ])('rejects %j at startup', (outbox, message) => {
     expect(() => resolveOptions({ outbox })).toThrow(message);

@@ -170,3 +170,55 @@ describe('watchRmqClient on a ClientRMQ', () => {
     for (const channel of connections[0]._channels) expect(channel.listenerCount('error')).toBe(1);
   });
 });
+
+describe('a close the broker does not answer', () => {
+  /** A connection manager whose channel close waits for a Close-Ok that never comes. */
+  function silentBroker() {
+    const destroyed: string[] = [];
+    const manager = {
+      closed: false,
+      close: async () => {
+        manager.closed = true;
+      },
+      connection: { connection: { stream: { destroy: () => destroyed.push('socket') } } },
+    };
+    const hangingChannel = { close: () => new Promise<void>(() => undefined), on: () => undefined };
+    return { manager, hangingChannel, destroyed };
+  }
+
+  it('a ServerRMQ close resolves after the bound: manager closed, socket destroyed, said once', async () => {
+    const server = new ServerRMQ({ urls: ['amqp://127.0.0.1:1'], queue: 'q' });
+    const { manager, hangingChannel, destroyed } = silentBroker();
+    const timedOut: number[] = [];
+    watchRmqServer(
+      server as unknown as RmqServerLike,
+      () => undefined,
+      () => undefined,
+      (ms) => timedOut.push(ms),
+      50,
+    );
+    // Connected since (the watcher reads the connection when close() is called).
+    Object.assign(server, { server: manager, channel: hangingChannel });
+    await server.close();
+    expect(timedOut).toEqual([50]);
+    expect(manager.closed).toBe(true);
+    expect(destroyed).toEqual(['socket']);
+  });
+
+  it('a ClientRMQ close that completes in time is left alone', async () => {
+    const client = new ClientRMQ({ urls: ['amqp://127.0.0.1:1'], queue: 'q' });
+    const { manager, destroyed } = silentBroker();
+    Object.assign(client, { client: manager, channel: { close: async () => undefined } });
+    const timedOut: number[] = [];
+    watchRmqClient(
+      client,
+      () => undefined,
+      (ms) => timedOut.push(ms),
+      1000,
+    );
+    await client.close();
+    expect(timedOut).toEqual([]);
+    expect(destroyed).toEqual([]);
+    expect(manager.closed).toBe(true);
+  });
+});

@@ -4,14 +4,25 @@ import { lastValueFrom } from 'rxjs';
 import {
   listenToChannelErrors,
   listenToEveryChannel,
+  RMQ_CLOSE_TIMED_OUT,
   watchRmqClient,
 } from '../../internal/rmq-connection-loss';
 import { MISSING_PACKAGE, RMQ_CLIENT_CHANNEL_ERROR } from '../outbox.messages';
+import { isConnectionError } from '../outbox-unavailable';
 import type { OutboxMessage } from '../outbox-message.interface';
 import type { OutboxPublisher } from '../outbox-publisher.interface';
 
 const rmqLogger = new Logger('ClientProxyPublisher');
+
+/**
+ * Statuses of Nest's clients under which a publish can succeed: `connected` (every transport),
+ * `unblocked` (RabbitMQ after a memory or disk alarm), `rebalancing` (Kafka consumer groups; the
+ * producer still publishes). Any other (`disconnected`, `reconnecting`, `blocked`, `crashed`,
+ * `stopped`) means the broker cannot take messages now.
+ */
+const CONNECTED_STATUSES = new Set(['connected', 'unblocked', 'rebalancing']);
 const onRmqChannelError = (e: unknown) => rmqLogger.warn(RMQ_CLIENT_CHANNEL_ERROR(e));
+const onRmqCloseTimedOut = (ms: number) => rmqLogger.warn(RMQ_CLOSE_TIMED_OUT('ClientRMQ', ms));
 
 /** How the message id and headers are carried, per Nest transport. */
 export type ClientProxyTransport = 'rmq' | 'nats' | 'kafka' | 'mqtt' | 'plain';
@@ -34,6 +45,14 @@ export interface ClientProxyPublisherOptions {
    * `outbox.publishTimeoutMs`. Default 10000.
    */
   confirmTimeoutMs?: number;
+  /**
+   * Classifies a failed publish: `true` when the broker could not be reached (no attempt is
+   * counted, the relay backs off as a whole), `false` when the message itself was refused,
+   * `undefined` to leave it to the default: unavailable when the client's `status` (Nest 11+)
+   * last said it was not connected (disconnected, reconnecting, RabbitMQ `blocked`, Kafka
+   * `crashed`/`stopped`), or when the error is a connection error (`isConnectionError()`).
+   */
+  isUnavailable?: (error: Error) => boolean | undefined;
 }
 
 /** The event data of the `envelope` format. */
@@ -82,6 +101,8 @@ export class ClientProxyPublisher implements OutboxPublisher {
   private readonly ms: Microservices;
   private readonly transport: ClientProxyTransport;
   private readonly envelope: boolean;
+  /** The client's last `status` (Nest 11+ ClientProxy), undefined before its first one. */
+  private clientStatus: string | undefined;
 
   constructor(
     private readonly client: ClientProxy,
@@ -93,9 +114,23 @@ export class ClientProxyPublisher implements OutboxPublisher {
     if (this.transport === 'rmq') {
       // A ClientRMQ is watched from before it connects: every channel of every connection it
       // opens. Another client declared `rmq` is only listened to after each batch.
-      if (client instanceof this.ms.ClientRMQ) watchRmqClient(client, onRmqChannelError);
+      if (client instanceof this.ms.ClientRMQ)
+        watchRmqClient(client, onRmqChannelError, onRmqCloseTimedOut);
       this.listenToRmqChannelErrors();
     }
+    this.watchStatus();
+  }
+
+  /**
+   * Whether a failed publish was the broker being unreachable rather than the message being
+   * refused (see {@link ClientProxyPublisherOptions.isUnavailable}). A publish that timed out
+   * while the client said it was connected counts as an attempt.
+   */
+  isUnavailable(error: Error): boolean {
+    const own = this.options.isUnavailable?.(error);
+    if (own !== undefined) return own;
+    if (this.clientStatus !== undefined && !CONNECTED_STATUSES.has(this.clientStatus)) return true;
+    return isConnectionError(error);
   }
 
   /** OpenTelemetry's `messaging.system` of the transport (undefined for `plain` ones). */
@@ -121,7 +156,7 @@ export class ClientProxyPublisher implements OutboxPublisher {
           });
           return undefined;
         } catch (e) {
-          return e instanceof Error ? e : new Error(String(e));
+          return asError(e);
         }
       }),
     );
@@ -202,6 +237,21 @@ export class ClientProxyPublisher implements OutboxPublisher {
     listenToChannelErrors(client.channel, onRmqChannelError);
   }
 
+  /**
+   * Follows the client's `status` stream (ClientProxy of Nest 11+; absent on older or custom
+   * clients, which then rely on the error alone). A ReplaySubject: no timer, nothing kept alive.
+   */
+  private watchStatus(): void {
+    const status = (this.client as unknown as { status?: unknown }).status as
+      { subscribe?: (next: (s: unknown) => void) => unknown } | undefined;
+    if (typeof status?.subscribe !== 'function') return;
+    try {
+      status.subscribe((s) => (this.clientStatus = typeof s === 'string' ? s : undefined));
+    } catch {
+      // a client without a usable status stream: errors alone classify
+    }
+  }
+
   /** NATS: resolves once the server has processed everything published so far. */
   private async flushNats(): Promise<void> {
     const connection = (
@@ -209,6 +259,23 @@ export class ClientProxyPublisher implements OutboxPublisher {
     ).unwrap?.();
     await connection?.flush?.();
   }
+}
+
+/**
+ * A client's rejection as an Error. Nest's ClientRMQ rejects with a string while it reconnects
+ * ("Error: Connection lost. Trying to reconnect...") and with amqp-connection-manager's
+ * `{ err, url }` event when it cannot connect at all: the Error inside is kept (as the cause).
+ */
+function asError(e: unknown): Error {
+  if (e instanceof Error) return e;
+  const inner = (e as { err?: unknown } | null)?.err;
+  // Duck-typed: an error made in another realm (a test sandbox) is no `instanceof Error` here.
+  if (inner && typeof (inner as Error).message === 'string') {
+    const url = (e as { url?: unknown }).url;
+    const where = typeof url === 'string' ? ` (${url.replace(/\/\/([^@/]*)@/, '//***@')})` : '';
+    return new Error(`${(inner as Error).message}${where}`, { cause: inner });
+  }
+  return new Error(String(e));
 }
 
 function loadNats(): { headers(): { set(name: string, value: string): void } } {

@@ -1,5 +1,19 @@
 import type { OutboxMessage } from '../outbox-message.interface';
 import type { OutboxPublisher } from '../outbox-publisher.interface';
+import { isConnectionError } from '../outbox-unavailable';
+
+export interface FunctionPublisherOptions {
+  /** OpenTelemetry's `messaging.system` of the relay's spans. */
+  messagingSystem?: string;
+  /**
+   * Classifies an error the function threw: `true` when the target could not be reached (no
+   * attempt is counted, the relay backs off as a whole), `false` when the message was refused,
+   * `undefined` for the default `isConnectionError()` (socket codes such as ECONNREFUSED,
+   * ECONNRESET, ETIMEDOUT, ENOTFOUND, and the usual broker clients' connection errors). The
+   * function may also throw `PublisherUnavailableError` itself.
+   */
+  isUnavailable?: (error: Error) => boolean | undefined;
+}
 
 /**
  * A publisher from a plain function, for anything that has no adapter: an HTTP webhook, an
@@ -15,9 +29,14 @@ import type { OutboxPublisher } from '../outbox-publisher.interface';
 export class FunctionPublisher implements OutboxPublisher {
   constructor(
     private readonly fn: (message: OutboxMessage) => unknown,
-    options: { messagingSystem?: string } = {},
+    private readonly options: FunctionPublisherOptions = {},
   ) {
     this.messagingSystem = options.messagingSystem;
+  }
+
+  /** Whether a failed call was the target being unreachable (see {@link FunctionPublisherOptions.isUnavailable}). */
+  isUnavailable(error: Error): boolean {
+    return this.options.isUnavailable?.(error) ?? isConnectionError(error);
   }
 
   /** OpenTelemetry's `messaging.system` of the relay's spans (the `messagingSystem` option). */

@@ -1,3 +1,4 @@
+import { isConnectionError } from '../outbox-unavailable';
 import type { OutboxMessage } from '../outbox-message.interface';
 import type { OutboxPublisher } from '../outbox-publisher.interface';
 
@@ -41,6 +42,15 @@ export interface ServiceBusPublisherOptions {
   sessions?: boolean;
   /** The `subject` (label) of a message. Default: its type. */
   subject?: (message: OutboxMessage) => string;
+  /**
+   * Classifies a failed send: `true` when Service Bus could not be reached (no attempt is
+   * counted, the relay backs off as a whole), `false` when the message was refused, `undefined`
+   * for the default `isConnectionError()`: `ServiceBusError` codes `ServiceBusy`,
+   * `ServiceTimeout`, `ServiceCommunicationProblem`, `QuotaExceeded` (the entity is full) and
+   * `MessagingEntityDisabled`, and socket errors; `MessageSizeExceeded`, `MessagingEntityNotFound`,
+   * `UnauthorizedAccess` and the rest count as attempts.
+   */
+  isUnavailable?: (error: Error) => boolean | undefined;
 }
 
 /** Service Bus limit on messageId, sessionId and partitionKey. */
@@ -66,6 +76,11 @@ export class ServiceBusPublisher implements OutboxPublisher {
 
   async publish(message: OutboxMessage): Promise<void> {
     await this.sender.sendMessages(this.toServiceBusMessage(message));
+  }
+
+  /** Whether a failed send was Service Bus being unreachable (see {@link ServiceBusPublisherOptions.isUnavailable}). */
+  isUnavailable(error: Error): boolean {
+    return this.options.isUnavailable?.(error) ?? isConnectionError(error);
   }
 
   async publishBatch(

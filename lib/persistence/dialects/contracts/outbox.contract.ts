@@ -99,8 +99,17 @@ export interface OutboxSql {
   markSent(exec: SqlExecutor, seqs: readonly string[], owner: string): Promise<number>;
   /** Counts a failed attempt of a row still leased to `owner`: back to pending (due later) or dead. */
   markFailed(exec: SqlExecutor, p: OutboxFailureParams): Promise<boolean>;
-  /** Gives rows still leased to `owner` back unpublished (due at once); returns how many. */
-  release(exec: SqlExecutor, seqs: readonly string[], owner: string): Promise<number>;
+  /**
+   * Gives rows still leased to `owner` back unpublished (due at once), their attempts unchanged;
+   * returns how many. With `error` (already truncated), it becomes their `last_error`: why they
+   * were not published (the broker was unreachable), for the admin and the console.
+   */
+  release(
+    exec: SqlExecutor,
+    seqs: readonly string[],
+    owner: string,
+    error?: string,
+  ): Promise<number>;
   /** Rows by status and/or partition key, in sequence order. */
   list(exec: SqlExecutor, p: OutboxListParams): Promise<OutboxRow[]>;
   /** Rows by message id. */

@@ -104,13 +104,16 @@ export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
       );
       return rowcount(rows) === 1;
     },
-    release(exec, seqs, owner) {
+    release(exec, seqs, owner, error) {
+      // The error (when given) is @1, the sequences follow: at most 1,002 parameters a statement.
+      const withError = error !== undefined;
+      const from = withError ? 2 : 1;
       return sumPerChunk(seqs, 1000, async (part) => {
         const { rows } = await exec(
-          `UPDATE ${T} SET lease_owner = NULL, locked_until = NULL
-            WHERE seq IN (${marks(1, part.length)}) AND lease_owner = @0 AND status = 'pending';
+          `UPDATE ${T} SET lease_owner = NULL, locked_until = NULL${withError ? ', last_error = @1' : ''}
+            WHERE seq IN (${marks(from, part.length)}) AND lease_owner = @0 AND status = 'pending';
            SELECT @@ROWCOUNT AS n;`,
-          [owner, ...part],
+          withError ? [owner, error, ...part] : [owner, ...part],
         );
         return rowcount(rows);
       });

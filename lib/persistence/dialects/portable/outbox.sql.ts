@@ -74,13 +74,15 @@ export function portableOutboxSql(T: string, o: PortableOutboxOptions): Portable
       );
       return affected === 1;
     },
-    release(exec, seqs, owner) {
+    release(exec, seqs, owner, error) {
       return sumPerChunk(seqs, o.chunk, async (part) => {
         const n = part.length;
+        // Parameters in the order of their placeholders (`?` on MySQL and SQLite): the error first.
+        const e = error !== undefined ? 1 : 0;
         const { affected } = await exec(
-          `UPDATE ${T} SET lease_owner = NULL, locked_until = NULL
-            WHERE seq IN (${marks(style, 0, n)}) AND lease_owner = ${mark(n)} AND status = 'pending'`,
-          [...part.map(o.seq), owner],
+          `UPDATE ${T} SET lease_owner = NULL, locked_until = NULL${e ? `, last_error = ${mark(0)}` : ''}
+            WHERE seq IN (${marks(style, e, n)}) AND lease_owner = ${mark(e + n)} AND status = 'pending'`,
+          [...(e ? [error] : []), ...part.map(o.seq), owner],
         );
         return affected;
       });

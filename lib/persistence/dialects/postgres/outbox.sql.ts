@@ -70,12 +70,13 @@ export function postgresOutboxSql(t: QuotedTables): OutboxSql {
       );
       return affected === 1;
     },
-    async release(exec, seqs, owner) {
+    async release(exec, seqs, owner, error) {
       if (!seqs.length) return 0;
+      const withError = error !== undefined;
       const { affected } = await exec(
-        `UPDATE ${T} SET lease_owner = NULL, locked_until = NULL
+        `UPDATE ${T} SET lease_owner = NULL, locked_until = NULL${withError ? ', last_error = $3' : ''}
           WHERE seq = ANY($1::bigint[]) AND lease_owner = $2 AND status = 'pending'`,
-        [seqs, owner],
+        withError ? [seqs, owner, error] : [seqs, owner],
       );
       return affected;
     },
