@@ -83,7 +83,7 @@ BEGIN
     completed_at DATETIME2(3) NULL,
     expires_at DATETIME2(3) NOT NULL,
     CONSTRAINT PK_$(IdempotencyTable) PRIMARY KEY CLUSTERED (id) WITH (OPTIMIZE_FOR_SEQUENTIAL_KEY = ON),
-    CONSTRAINT CK_$(IdempotencyTable)_state CHECK (state IN ('started', 'completed'))
+    CONSTRAINT ck_$(IdempotencyTable)_state CHECK (state IN ('started', 'completed'))
   );
   -- The reservation: a duplicate key fails on this index (2601) or waits on its key lock.
   CREATE UNIQUE NONCLUSTERED INDEX UX_$(IdempotencyTable)_scope_key ON [$(Schema)].[$(IdempotencyTable)] (scope, idempotency_key);
@@ -111,7 +111,7 @@ BEGIN
     created_at DATETIME2(3) NOT NULL,
     sent_at DATETIME2(3) NULL,
     CONSTRAINT PK_$(OutboxTable) PRIMARY KEY CLUSTERED (seq) WITH (OPTIMIZE_FOR_SEQUENTIAL_KEY = ON),
-    CONSTRAINT CK_$(OutboxTable)_status CHECK (status IN ('pending', 'sent', 'dead'))
+    CONSTRAINT ck_$(OutboxTable)_status CHECK (status IN ('pending', 'sent', 'dead'))
   );
   -- Consumers de-duplicate by this id: unique.
   CREATE UNIQUE NONCLUSTERED INDEX UX_$(OutboxTable)_id ON [$(Schema)].[$(OutboxTable)] (id);
@@ -146,10 +146,34 @@ BEGIN
     processed_at DATETIME2(3) NULL,
     last_error NVARCHAR(4000) NULL,
     CONSTRAINT PK_$(InboxTable) PRIMARY KEY NONCLUSTERED (consumer, message_id),
-    CONSTRAINT CK_$(InboxTable)_status CHECK (status IN ('processed', 'retrying', 'failed'))
+    CONSTRAINT ck_$(InboxTable)_status CHECK (status IN ('processed', 'retrying', 'failed'))
   );
   -- Clustered on arrival time: inserts append, retention cleanup deletes the oldest range.
   CREATE CLUSTERED INDEX CX_$(InboxTable)_received_at ON [$(Schema)].[$(InboxTable)] (received_at) WITH (OPTIMIZE_FOR_SEQUENTIAL_KEY = ON);
+END;
+GO
+
+/* 4b. CHECK constraints in lower case (LowerCaseCheckNames1763700000500): a database created
+       by an earlier version of this script or of the migrations has them as CK_<table>_…;
+       renamed here through a temporary name (sp_rename, a metadata change). Nothing to do where
+       they already are ck_<table>_… (this version; Babelfish, which lower-cases them). ------- */
+IF EXISTS (SELECT 1 FROM sys.check_constraints WHERE parent_object_id = OBJECT_ID(N'[$(Schema)].[$(IdempotencyTable)]')
+            AND name = N'CK_$(IdempotencyTable)_state' COLLATE Latin1_General_100_BIN2)
+BEGIN
+  EXEC sp_rename N'[$(Schema)].[CK_$(IdempotencyTable)_state]', N'ck_$(IdempotencyTable)_state__renaming', N'OBJECT';
+  EXEC sp_rename N'[$(Schema)].[ck_$(IdempotencyTable)_state__renaming]', N'ck_$(IdempotencyTable)_state', N'OBJECT';
+END;
+IF EXISTS (SELECT 1 FROM sys.check_constraints WHERE parent_object_id = OBJECT_ID(N'[$(Schema)].[$(OutboxTable)]')
+            AND name = N'CK_$(OutboxTable)_status' COLLATE Latin1_General_100_BIN2)
+BEGIN
+  EXEC sp_rename N'[$(Schema)].[CK_$(OutboxTable)_status]', N'ck_$(OutboxTable)_status__renaming', N'OBJECT';
+  EXEC sp_rename N'[$(Schema)].[ck_$(OutboxTable)_status__renaming]', N'ck_$(OutboxTable)_status', N'OBJECT';
+END;
+IF EXISTS (SELECT 1 FROM sys.check_constraints WHERE parent_object_id = OBJECT_ID(N'[$(Schema)].[$(InboxTable)]')
+            AND name = N'CK_$(InboxTable)_status' COLLATE Latin1_General_100_BIN2)
+BEGIN
+  EXEC sp_rename N'[$(Schema)].[CK_$(InboxTable)_status]', N'ck_$(InboxTable)_status__renaming', N'OBJECT';
+  EXEC sp_rename N'[$(Schema)].[ck_$(InboxTable)_status__renaming]', N'ck_$(InboxTable)_status', N'OBJECT';
 END;
 GO
 
@@ -160,7 +184,8 @@ GO
 --   (1763700000000, N'CreateIdempotencyRecords1763700000000'),
 --   (1763700000200, N'CreateOutboxMessages1763700000200'),
 --   (1763700000300, N'CreateInboxMessages1763700000300'),
---   (1763700000400, N'AddOutboxDeadIndex1763700000400');
+--   (1763700000400, N'AddOutboxDeadIndex1763700000400'),
+--   (1763700000500, N'LowerCaseCheckNames1763700000500');
 -- GO
 
 /* 6. Optional: what the application's database user needs (no DDL rights at run time).
