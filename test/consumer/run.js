@@ -283,7 +283,7 @@ function withoutBabelfishIndexChurn(app, file, migration) {
 }
 
 /** The tutorial's app for one database: its code blocks as src/, then its `consumer:migrate` lines. */
-function build(target, kind, env, babelfish) {
+async function build(target, kind, env, babelfish) {
   const { app, name } = target;
   const markdown = readFileSync(TUTORIAL, 'utf8');
   rmSync(join(app, 'src'), { recursive: true, force: true });
@@ -297,7 +297,7 @@ function build(target, kind, env, babelfish) {
     // resolve would be \`any\` without a word: checked with it on (nodenext resolution, as the
     // app's tsconfig says).
     log(`${name}: $ npx tsc -p tsconfig.build.json --noEmit --noImplicitAny`);
-    run('npx tsc -p tsconfig.build.json --noEmit --noImplicitAny', app);
+    await runAsync('npx tsc -p tsconfig.build.json --noEmit --noImplicitAny', app, name);
     target.typesChecked = true;
   }
   const lines = commands(markdown, 'migrate');
@@ -307,7 +307,7 @@ function build(target, kind, env, babelfish) {
   );
   for (const line of lines) {
     log(`${name}/${kind}: $ ${line}`);
-    run(line, app, env);
+    await runAsync(line, app, `${name}/${kind}`, env);
     if (!line.includes('migration:generate')) continue;
     const generated = readdirSync(join(app, 'src', 'migrations'));
     check(generated.length === 1, `one generated migration (got ${generated.join(', ')})`);
@@ -551,10 +551,8 @@ async function scenario(target, kind, babelfish) {
   let channel;
   let p;
   try {
-    build(target, kind, env, kind === 'mssql');
+    await build(target, kind, env, kind === 'mssql');
     if (kind === 'postgres') await withoutDatabaseUrl(app, env);
-    // Connected after the build: execSync blocks the event loop, and a connection that misses
-    // its heartbeats meanwhile is closed by the broker.
     conn = await amqp.connect(RABBIT_URL);
     conn.on('error', () => undefined);
     channel = await conn.createChannel();
@@ -698,6 +696,9 @@ async function main() {
     log(
       `apps generated and installed side by side in ${Math.round((Date.now() - prepared) / 1000)} s`,
     );
+    // One scenario at a time: each is mostly CPU (tsc, the TypeORM CLI, the app) on a machine
+    // that runs .ci/nest12.sh beside this phase; side by side they took longer (measured on a
+    // loaded 2-core VM: 338 s against 267 s one after the other).
     for (const [i, { databases }] of PLAN.entries()) {
       const target = targets[i];
       if (target.type === 'module') oneCopy(target);
