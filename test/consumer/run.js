@@ -22,7 +22,8 @@
  * non-zero. CONSUMER_KEEP=1 keeps the generated apps; CONSUMER_WORK=<the kept folder> reuses them
  * (only the library is installed again), for development.
  */
-const { execSync, spawn } = require('node:child_process');
+const { exec, execSync, spawn } = require('node:child_process');
+const { promisify } = require('node:util');
 const { randomBytes, randomUUID } = require('node:crypto');
 const {
   existsSync,
@@ -130,17 +131,15 @@ function runAsync(cmd, cwd, label, env = {}) {
 }
 
 /** The library packed as it is published: the tarball's path. */
-function pack(work) {
+async function pack(work) {
+  const started = Date.now();
   log('packing the library (npm run package, npm pack ./dist/package)');
-  run('npm run package --silent', ROOT);
-  const tarball = execSync(
+  await runAsync('npm run package --silent', ROOT, 'pack');
+  const { stdout } = await promisify(exec)(
     `npm pack ${join(ROOT, 'dist', 'package')} --pack-destination ${work} --silent`,
-    { encoding: 'utf8' },
-  )
-    .trim()
-    .split('\n')
-    .pop();
-  return join(work, tarball);
+  );
+  log(`packed in ${Math.round((Date.now() - started) / 1000)} s`);
+  return join(work, stdout.trim().split('\n').pop());
 }
 
 const versionIn = (app, pkg) => {
@@ -152,16 +151,18 @@ const versionIn = (app, pkg) => {
 };
 
 /** One generated app with the tarball and the tutorial's install commands. */
-async function prepareApp(work, name, tgz) {
+async function prepareApp(work, name, packed) {
   const { cli, type } = APPS[name];
   const app = join(work, name);
   if (existsSync(join(app, 'package.json'))) {
+    const tgz = await packed;
     // Development shortcut: an app kept by an earlier run (CONSUMER_KEEP=1) gets the new tarball only.
     log(`${name}: reusing ${app}: npm install <tarball>`);
     await runAsync(`npm install ${tgz} --no-audit --no-fund`, app, name);
   } else {
     log(`${name}: generating an app with ${cli} (from the registry)`);
     await runAsync(`npx -y ${cli} new ${name} --skip-git --package-manager npm`, work, name);
+    const tgz = await packed; // packed meanwhile
     const commands = installCommands(readFileSync(TUTORIAL, 'utf8'));
     check(commands.length > 0, 'the tutorial has consumer:install commands');
     for (const command of commands) {
@@ -680,10 +681,9 @@ async function main() {
   const skipped = [];
   let babelfish;
   try {
-    const tgz = pack(work);
     offerLocalPrebuild(work);
-    // Babelfish before the apps: its start script runs synchronously (blocking this process while
-    // the app generators write into their pipes).
+    // Babelfish first: its start script runs synchronously (it would block this process while
+    // the packing and the app generators write into their pipes).
     if (PLAN.some((a) => a.databases.includes('mssql'))) {
       babelfish = await startBabelfish();
       if (!babelfish)
@@ -691,10 +691,13 @@ async function main() {
           `mssql: SKIPPED, no ${join(BABELFISH_DIR, 'start.sh')} (SQL Server: README, SQL Server setup)`,
         );
     }
+    // The library is packed while the Nest CLI generates the apps (CPU beside the network).
     const prepared = Date.now();
-    const targets = await Promise.all(PLAN.map(({ name }) => prepareApp(work, name, tgz)));
+    const packed = pack(work);
+    packed.catch(() => undefined); // awaited in prepareApp; a failure is reported there
+    const targets = await Promise.all(PLAN.map(({ name }) => prepareApp(work, name, packed)));
     log(
-      `apps generated and installed side by side in ${Math.round((Date.now() - prepared) / 1000)} s`,
+      `library packed, apps generated and installed side by side in ${Math.round((Date.now() - prepared) / 1000)} s`,
     );
     // One scenario at a time: each is mostly CPU (tsc, the TypeORM CLI, the app) on a machine
     // that runs .ci/nest12.sh beside this phase; side by side they took longer (measured on a
