@@ -48,7 +48,7 @@ BEGIN
     completed_at DATETIME2(3) NULL,
     expires_at DATETIME2(3) NOT NULL,
     CONSTRAINT PK_idempotency_records PRIMARY KEY CLUSTERED (id) WITH (OPTIMIZE_FOR_SEQUENTIAL_KEY = ON),
-    CONSTRAINT CK_idempotency_records_state CHECK (state IN ('started', 'completed'))
+    CONSTRAINT ck_idempotency_records_state CHECK (state IN ('started', 'completed'))
   );
   CREATE UNIQUE NONCLUSTERED INDEX UX_idempotency_records_scope_key ON [idempotency_records] (scope, idempotency_key);
   CREATE NONCLUSTERED INDEX IX_idempotency_records_expires_at ON [idempotency_records] (expires_at);
@@ -77,7 +77,7 @@ BEGIN
     created_at DATETIME2(3) NOT NULL,
     sent_at DATETIME2(3) NULL,
     CONSTRAINT PK_outbox_messages PRIMARY KEY CLUSTERED (seq) WITH (OPTIMIZE_FOR_SEQUENTIAL_KEY = ON),
-    CONSTRAINT CK_outbox_messages_status CHECK (status IN ('pending', 'sent', 'dead'))
+    CONSTRAINT ck_outbox_messages_status CHECK (status IN ('pending', 'sent', 'dead'))
   );
   CREATE UNIQUE NONCLUSTERED INDEX UX_outbox_messages_id ON [outbox_messages] (id);
   CREATE NONCLUSTERED INDEX IX_outbox_messages_pending ON [outbox_messages] (seq) INCLUDE (next_attempt_at, locked_until, partition_key) WHERE status = 'pending';
@@ -101,7 +101,7 @@ BEGIN
     processed_at DATETIME2(3) NULL,
     last_error NVARCHAR(4000) NULL,
     CONSTRAINT PK_inbox_messages PRIMARY KEY NONCLUSTERED (consumer, message_id),
-    CONSTRAINT CK_inbox_messages_status CHECK (status IN ('processed', 'retrying', 'failed'))
+    CONSTRAINT ck_inbox_messages_status CHECK (status IN ('processed', 'retrying', 'failed'))
   );
   CREATE CLUSTERED INDEX CX_inbox_messages_received_at ON [inbox_messages] (received_at) WITH (OPTIMIZE_FOR_SEQUENTIAL_KEY = ON);
   INSERT INTO [migrations] ([timestamp], [name]) VALUES (1763700000300, N'CreateInboxMessages1763700000300');
@@ -115,6 +115,30 @@ BEGIN
   BEGIN TRANSACTION;
   CREATE NONCLUSTERED INDEX IX_outbox_messages_dead ON [outbox_messages] (seq) WHERE status = 'dead';
   INSERT INTO [migrations] ([timestamp], [name]) VALUES (1763700000400, N'AddOutboxDeadIndex1763700000400');
+  COMMIT TRANSACTION;
+END;
+GO
+
+-- Migration LowerCaseCheckNames1763700000500
+IF NOT EXISTS (SELECT 1 FROM [migrations] WHERE [name] = N'LowerCaseCheckNames1763700000500')
+BEGIN
+  BEGIN TRANSACTION;
+  IF EXISTS (SELECT 1 FROM sys.check_constraints WHERE parent_object_id = OBJECT_ID(N'[idempotency_records]') AND name = N'CK_idempotency_records_state' COLLATE Latin1_General_100_BIN2)
+  BEGIN
+    EXEC sp_rename N'[CK_idempotency_records_state]', N'ck_idempotency_records_state__renaming', N'OBJECT';
+    EXEC sp_rename N'[ck_idempotency_records_state__renaming]', N'ck_idempotency_records_state', N'OBJECT';
+  END;
+  IF EXISTS (SELECT 1 FROM sys.check_constraints WHERE parent_object_id = OBJECT_ID(N'[outbox_messages]') AND name = N'CK_outbox_messages_status' COLLATE Latin1_General_100_BIN2)
+  BEGIN
+    EXEC sp_rename N'[CK_outbox_messages_status]', N'ck_outbox_messages_status__renaming', N'OBJECT';
+    EXEC sp_rename N'[ck_outbox_messages_status__renaming]', N'ck_outbox_messages_status', N'OBJECT';
+  END;
+  IF EXISTS (SELECT 1 FROM sys.check_constraints WHERE parent_object_id = OBJECT_ID(N'[inbox_messages]') AND name = N'CK_inbox_messages_status' COLLATE Latin1_General_100_BIN2)
+  BEGIN
+    EXEC sp_rename N'[CK_inbox_messages_status]', N'ck_inbox_messages_status__renaming', N'OBJECT';
+    EXEC sp_rename N'[ck_inbox_messages_status__renaming]', N'ck_inbox_messages_status', N'OBJECT';
+  END;
+  INSERT INTO [migrations] ([timestamp], [name]) VALUES (1763700000500, N'LowerCaseCheckNames1763700000500');
   COMMIT TRANSACTION;
 END;
 GO

@@ -1,6 +1,6 @@
 /**
- * The README's app, as the consumer test builds it: each fenced code block right after a
- * `<!-- consumer:NAME -->` marker. NAME is a file of the user's app (`src/app.module.ts`;
+ * The tutorial's app (docs/getting-started.md), as the consumer test builds it: each fenced code
+ * block right after a `<!-- consumer:NAME -->` marker. NAME is a file of the user's app (`src/app.module.ts`;
  * `src/database.<kind>.ts` is the `src/database.ts` of that database), `install` (the
  * `npm install` and `npm pkg set` lines) or `migrate` (the build and TypeORM CLI lines). Nothing
  * else goes into the app: the unit test (test/unit/readme-consumer-snippets.spec.ts) checks that
@@ -9,17 +9,18 @@
 const { readFileSync } = require('node:fs');
 const { join } = require('node:path');
 
-const README = join(__dirname, '..', '..', 'README.md');
+/** The page the tutorial's code blocks are read from. */
+const TUTORIAL = join(__dirname, '..', '..', 'docs', 'getting-started.md');
 
-/** `[{ name, code }]` in README order. */
-function readmeSnippets(markdown = readFileSync(README, 'utf8')) {
+/** `[{ name, code }]` in the page's order. */
+function readmeSnippets(markdown = readFileSync(TUTORIAL, 'utf8')) {
   const out = [];
   const re = /<!--\s*consumer:(\S+)\s*-->\s*\n```[\w-]*\n([\s\S]*?)\n```/g;
   for (let m; (m = re.exec(markdown));) out.push({ name: m[1], code: m[2] + '\n' });
   return out;
 }
 
-/** The shell lines of the README's `consumer:<name>` blocks, comments dropped. */
+/** The shell lines of the tutorial's `consumer:<name>` blocks, comments dropped. */
 function commands(markdown, name) {
   return readmeSnippets(markdown)
     .filter((s) => s.name === name)
@@ -29,7 +30,7 @@ function commands(markdown, name) {
 }
 
 /**
- * The npm lines of the README's `consumer:install` blocks, in order: `npm install …`, and
+ * The npm lines of the tutorial's `consumer:install` blocks, in order: `npm install …`, and
  * `npm pkg set …` (what the app's package.json must say before an install, e.g. an allowed
  * install script).
  */
@@ -57,4 +58,4 @@ function appFiles(markdown, kind) {
   return files;
 }
 
-module.exports = { README, readmeSnippets, commands, installCommands, appFiles };
+module.exports = { TUTORIAL, readmeSnippets, commands, installCommands, appFiles };

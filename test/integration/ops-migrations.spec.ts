@@ -48,6 +48,44 @@ async function deadIndexExists(
   return rows.length > 0;
 }
 
+/**
+ * The names of the CHECK constraints on the library's tables, as the catalog spells them
+ * (SQLite: none to read, its table text holds them).
+ */
+async function checkNames(
+  ds: DataSource,
+  kind: string,
+  naming: MigrationNamingOptions,
+): Promise<string[]> {
+  const bare = [
+    naming.tables?.idempotency ?? 'idempotency_records',
+    naming.tables?.outbox ?? 'outbox_messages',
+    naming.tables?.inbox ?? 'inbox_messages',
+  ];
+  const rows: Array<{ name: string }> =
+    kind === 'postgres'
+      ? await ds.query(
+          `SELECT c.conname AS name FROM pg_constraint c JOIN pg_class t ON t.oid = c.conrelid
+             JOIN pg_namespace n ON n.oid = t.relnamespace
+            WHERE c.contype = 'c' AND n.nspname = $1 AND t.relname = ANY($2)`,
+          [naming.schema ?? 'public', bare],
+        )
+      : kind === 'mssql'
+        ? await ds.query(
+            `SELECT k.name FROM sys.check_constraints k JOIN sys.tables t ON t.object_id = k.parent_object_id
+               JOIN sys.schemas s ON s.schema_id = t.schema_id WHERE s.name = @0 AND t.name IN (@1, @2, @3)`,
+            [naming.schema ?? 'dbo', ...bare],
+          )
+        : kind === 'sqlite'
+          ? []
+          : await ds.query(
+              `SELECT CONSTRAINT_NAME AS name FROM information_schema.CHECK_CONSTRAINTS
+                WHERE CONSTRAINT_SCHEMA = DATABASE() AND TABLE_NAME IN (?, ?, ?)`,
+              bare,
+            );
+  return rows.map((r) => r.name).sort();
+}
+
 async function exists(ds: DataSource, table: string): Promise<boolean> {
   try {
     await ds.query(`SELECT COUNT(*) AS n FROM ${table}`);
@@ -103,12 +141,26 @@ describe.each(databaseKinds())('library migrations on %s', (kind) => {
       expect(up.map((m) => m.name)).toEqual(migrations.map((m) => new m().name));
       for (const t of tables) expect(await exists(ds, t)).toBe(true);
       expect(await deadIndexExists(ds, kind, naming)).toBe(true);
+      // CHECK constraints named ck_<table>_<column>, in lower case on every database (Babelfish
+      // reports no other case; TypeORM matches them by name).
+      const idem = naming.tables?.idempotency ?? 'idempotency_records';
+      const outbox = naming.tables?.outbox ?? 'outbox_messages';
+      const inbox = naming.tables?.inbox ?? 'inbox_messages';
+      const expectedChecks =
+        kind === 'sqlite'
+          ? []
+          : [`ck_${idem}_state`, `ck_${inbox}_status`, `ck_${outbox}_status`].sort();
+      expect(await checkNames(ds, kind, naming)).toEqual(expectedChecks);
 
-      // The last migration alone: the dead-message index goes (MariaDB/MySQL: nothing to undo).
+      // LowerCaseCheckNames undone: the names stay (the create migrations give them).
+      await ds.undoLastMigration({ transaction: 'each' });
+      expect(await checkNames(ds, kind, naming)).toEqual(expectedChecks);
+      expect(await deadIndexExists(ds, kind, naming)).toBe(true);
+      // AddOutboxDeadIndex undone: the dead-message index goes (MariaDB/MySQL: nothing to undo).
       await ds.undoLastMigration({ transaction: 'each' });
       for (const t of tables) expect(await exists(ds, t)).toBe(true);
       expect(await deadIndexExists(ds, kind, naming)).toBe(kind === 'mariadb');
-      for (let i = 1; i < migrations.length; i++)
+      for (let i = 2; i < migrations.length; i++)
         await ds.undoLastMigration({ transaction: 'each' });
       for (const t of tables) expect(await exists(ds, t)).toBe(false);
       expect(await ds.showMigrations()).toBe(true);

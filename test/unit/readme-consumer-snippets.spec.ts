@@ -2,20 +2,23 @@ import { readFileSync } from 'node:fs';
 import { posix } from 'node:path';
 
 // Plain JS shared with the consumer test (test/consumer/run.js).
-const { appFiles, commands, installCommands, README } = require('../consumer/readme-snippets');
+const { appFiles, commands, installCommands, TUTORIAL } = require('../consumer/readme-snippets');
 
-/** The relative imports of a TypeScript file, as paths from the app's root. */
+/** The relative import specifiers of a TypeScript file, as written. */
+const specifiers = (code: string) =>
+  [...code.matchAll(/from\s+'(\.{1,2}\/[^']+)'/g)].map((m) => m[1]);
+
+/** The relative imports of a TypeScript file, as paths from the app's root (`./x.js` is x.ts). */
 function relativeImports(file: string, code: string): string[] {
-  const out: string[] = [];
-  for (const m of code.matchAll(/from\s+'(\.{1,2}\/[^']+)'/g))
-    out.push(posix.join(posix.dirname(file), m[1]) + '.ts');
-  return out;
+  return specifiers(code).map((s) =>
+    posix.join(posix.dirname(file), s.replace(/\.js$/, '')).concat('.ts'),
+  );
 }
 
-describe('README install section: the app the consumer test builds from it', () => {
-  const markdown = readFileSync(README, 'utf8');
+describe('docs/getting-started.md: the app the consumer test builds from it', () => {
+  const markdown = readFileSync(TUTORIAL, 'utf8');
 
-  it.each(['postgres', 'sqlite'])(
+  it.each(['postgres', 'sqlite', 'mssql'])(
     'shows every file the %s app imports, and a main.ts, app.module.ts and data-source.ts',
     (kind) => {
       const files: Record<string, string> = appFiles(markdown, kind);
@@ -27,6 +30,46 @@ describe('README install section: the app the consumer test builds from it', () 
       expect(missing).toEqual([]);
     },
   );
+
+  it('is code an ESM app (nodenext) and a CommonJS app both compile and run', () => {
+    const files: Record<string, string> = {
+      ...appFiles(markdown, 'postgres'),
+      ...appFiles(markdown, 'sqlite'),
+      ...appFiles(markdown, 'mssql'),
+    };
+    // nodenext in an ES module requires the extension; TypeScript maps .js to .ts in both.
+    const withoutJs = Object.entries(files).flatMap(([file, code]) =>
+      specifiers(code)
+        .filter((s) => !s.endsWith('.js'))
+        .map((s) => `${file}: ${s}`),
+    );
+    expect(withoutJs).toEqual([]);
+    // CommonJS-only globals are a ReferenceError in an ES module; import.meta does not compile
+    // to CommonJS.
+    for (const [file, code] of Object.entries(files))
+      expect({
+        file,
+        found: /\b(__dirname|__filename|require\(|import\.meta)/.exec(code)?.[0],
+      }).toEqual({
+        file,
+        found: undefined,
+      });
+  });
+
+  it('installs with commands that resolve in a Nest 11 and a Nest 12 app (no major written in)', () => {
+    const lines: string[] = installCommands(markdown);
+    expect(lines.filter((l) => /@nestjs\/[\w-]+@\d/.test(l))).toEqual([]);
+    expect(lines.some((l) => l.includes("require('@nestjs/core/package.json')"))).toBe(true);
+  });
+
+  it('connects to SQL Server from the environment, TLS per environment, with large TDS packets', () => {
+    const code = appFiles(markdown, 'mssql')['src/database.ts'] as string;
+    expect(code).toContain("type: 'mssql'");
+    expect(code).toMatch(/port: Number\(process\.env\.DB_PORT/);
+    expect(code).toMatch(/encrypt: process\.env\.DB_ENCRYPT/);
+    expect(code).toMatch(/trustServerCertificate: process\.env\.DB_TRUST_SERVER_CERTIFICATE/);
+    expect(code).toContain('packetSize: 32767');
+  });
 
   it('shows the consumer, the guarded endpoint and the outbox write the feature needs', () => {
     const code = Object.values(appFiles(markdown, 'postgres') as Record<string, string>).join('\n');
@@ -61,6 +104,7 @@ describe('README install section: the app the consumer test builds from it', () 
         'amqp-connection-manager',
         'pg',
         'better-sqlite3',
+        'mssql',
       ]),
     );
     expect(packages.some((p) => p.startsWith('@nestjs/microservices'))).toBe(true);

@@ -93,12 +93,14 @@ export function columnTypes(db: DialectName) {
 
 /**
  * Names of the constraints and indexes the migrations create, per database: SQL Server's DDL
- * spells the prefixes in capitals (`PK_`, `UX_`, `IX_`, `CK_`), the others in lower case.
- * TypeORM matches indexes, uniques and checks by name, so these must be exact.
+ * spells the key and index prefixes in capitals (`PK_`, `UX_`, `IX_`, `CX_`), the others in lower
+ * case; CHECK constraints are `ck_` everywhere (LowerCaseCheckNames renamed SQL Server's older
+ * `CK_`: Babelfish reports constraint names in lower case). TypeORM matches indexes, uniques and
+ * checks by name, so these must be exact.
  */
 export function constraintName(db: DialectName, prefix: 'pk' | 'ux' | 'ix' | 'ck' | 'cx') {
   return (table: string, suffix?: string) =>
-    `${db === 'mssql' ? prefix.toUpperCase() : prefix}_${table}${suffix ? `_${suffix}` : ''}`;
+    `${db === 'mssql' && prefix !== 'ck' ? prefix.toUpperCase() : prefix}_${table}${suffix ? `_${suffix}` : ''}`;
 }
 
 /**

@@ -27,5 +27,6 @@ export function getIdempotencyMigrations(
     defineMigration('CreateOutboxMessages1763700000200', naming, (ddl, f) => ddl.outbox(f)),
     defineMigration('CreateInboxMessages1763700000300', naming, (ddl, f) => ddl.inbox(f)),
     defineMigration('AddOutboxDeadIndex1763700000400', naming, (ddl, f) => ddl.outboxDeadIndex(f)),
+    defineMigration('LowerCaseCheckNames1763700000500', naming, (ddl, f) => ddl.checkNames(f)),
   ];
 }

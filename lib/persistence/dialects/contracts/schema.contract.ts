@@ -20,6 +20,13 @@ export interface SchemaDdl {
    * gauges count them without reading every sent row the retention keeps.
    */
   outboxDeadIndex(features: ServerFeatures): SchemaSql;
+  /**
+   * CHECK constraints named in lower case (`ck_<table>_<column>`) on every database. SQL Server
+   * only: tables created before the create migrations said `ck_` have `CK_` names, renamed here;
+   * elsewhere the names always were lower case. Babelfish lower-cases every constraint name it
+   * reports, so only lower-case names read back as declared there (TypeORM matches checks by name).
+   */
+  checkNames(features: ServerFeatures): SchemaSql;
 }
 
 /** One library migration as the schema script prints it: its TypeORM name and statements. */

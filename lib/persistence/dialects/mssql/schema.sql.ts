@@ -1,4 +1,5 @@
 import type { SchemaDdl, ServerFeatures } from '../contracts/schema.contract';
+import { quoteMssql } from './mssql.helpers';
 
 /**
  * SQL Server DDL. Keys and scopes use a binary collation (Latin1_General_100_BIN2) so that
@@ -38,7 +39,7 @@ export function mssqlSchema(
             created_at DATETIME2(3) NOT NULL,
             sent_at DATETIME2(3) NULL,
             CONSTRAINT PK_${n} PRIMARY KEY CLUSTERED (seq)${withSeq(f)},
-            CONSTRAINT CK_${n}_status CHECK (status IN ('pending', 'sent', 'dead'))
+            CONSTRAINT ck_${n}_status CHECK (status IN ('pending', 'sent', 'dead'))
           )`,
           `CREATE UNIQUE NONCLUSTERED INDEX UX_${n}_id ON ${T} (id)`,
           `CREATE NONCLUSTERED INDEX IX_${n}_pending ON ${T} (seq) INCLUDE (next_attempt_at, locked_until, partition_key) WHERE status = 'pending'`,
@@ -58,6 +59,32 @@ export function mssqlSchema(
         down: [`DROP INDEX IX_${n}_dead ON ${T}`],
       };
     },
+    checkNames() {
+      // Each CHECK constraint a create migration of an earlier version named `CK_…` gets its
+      // lower-case name, through sp_rename (@objtype OBJECT, @objname schema.constraint; a
+      // metadata change, no scan of the table). Guarded by a binary comparison, so a table that
+      // already has the lower-case name (created by this version, or on Babelfish, which stores
+      // every constraint name in lower case and cannot rename constraints) is left alone. Two
+      // renames, through a temporary name, so that nothing depends on how sp_rename treats a new
+      // name equal to the old one under a case-insensitive collation. Down: nothing (the create
+      // migrations give the lower-case names now).
+      const lit = (s: string) => `N'${s.replace(/'/g, "''")}'`;
+      const rename = (kind: 'idempotency' | 'outbox' | 'inbox', column: string) => {
+        const { qualified: T, bare: n } = table(kind);
+        const owner = T.slice(0, T.length - quoteMssql(n).length);
+        const [from, to] = [`CK_${n}_${column}`, `ck_${n}_${column}`];
+        const via = `${to}__renaming`;
+        return `IF EXISTS (SELECT 1 FROM sys.check_constraints WHERE parent_object_id = OBJECT_ID(${lit(T)}) AND name = ${lit(from)} COLLATE Latin1_General_100_BIN2)
+          BEGIN
+            EXEC sp_rename ${lit(owner + quoteMssql(from))}, ${lit(via)}, N'OBJECT';
+            EXEC sp_rename ${lit(owner + quoteMssql(via))}, ${lit(to)}, N'OBJECT';
+          END`;
+      };
+      return {
+        up: [rename('idempotency', 'state'), rename('outbox', 'status'), rename('inbox', 'status')],
+        down: [],
+      };
+    },
     inbox(f) {
       // Clustered on received_at: inserts append (OPTIMIZE_FOR_SEQUENTIAL_KEY on 2019+) and the
       // retention cleanup deletes a contiguous range of the oldest rows; every claim seeks the
@@ -75,7 +102,7 @@ export function mssqlSchema(
             processed_at DATETIME2(3) NULL,
             last_error NVARCHAR(4000) NULL,
             CONSTRAINT PK_${n} PRIMARY KEY NONCLUSTERED (consumer, message_id),
-            CONSTRAINT CK_${n}_status CHECK (status IN ('processed', 'retrying', 'failed'))
+            CONSTRAINT ck_${n}_status CHECK (status IN ('processed', 'retrying', 'failed'))
           )`,
           `CREATE CLUSTERED INDEX CX_${n}_received_at ON ${T} (received_at)${withSeq(f)}`,
         ],
@@ -101,7 +128,7 @@ export function mssqlSchema(
             completed_at DATETIME2(3) NULL,
             expires_at DATETIME2(3) NOT NULL,
             CONSTRAINT PK_${n} PRIMARY KEY CLUSTERED (id)${withSeq(f)},
-            CONSTRAINT CK_${n}_state CHECK (state IN ('started', 'completed'))
+            CONSTRAINT ck_${n}_state CHECK (state IN ('started', 'completed'))
           )`,
           `CREATE UNIQUE NONCLUSTERED INDEX UX_${n}_scope_key ON ${T} (scope, idempotency_key)`,
           `CREATE NONCLUSTERED INDEX IX_${n}_expires_at ON ${T} (expires_at)`,

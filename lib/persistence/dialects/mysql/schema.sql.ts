@@ -38,6 +38,10 @@ export function mysqlSchema(
         down: [`DROP TABLE ${T}`],
       };
     },
+    checkNames() {
+      // Lower-case CHECK names from the start here: nothing to rename (SQL Server's step).
+      return { up: [], down: [] };
+    },
     outboxDeadIndex() {
       // Nothing to add: MySQL and MariaDB have no partial indexes, and the outbox's
       // (status, seq) index already serves the count of dead messages.

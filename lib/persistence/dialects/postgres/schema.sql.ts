@@ -38,6 +38,10 @@ export function postgresSchema(
         down: [`DROP TABLE ${T}`],
       };
     },
+    checkNames() {
+      // Lower-case CHECK names from the start here: nothing to rename (SQL Server's step).
+      return { up: [], down: [] };
+    },
     outboxDeadIndex() {
       // Partial: only dead rows are in it (few, by nature), so counting them reads the index, not
       // the million sent rows the retention may keep (measured on PostgreSQL with 1,000,000 sent

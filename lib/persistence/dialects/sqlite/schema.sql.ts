@@ -45,6 +45,10 @@ export function sqliteSchema(
         down: [`DROP TABLE ${T}`],
       };
     },
+    checkNames() {
+      // Lower-case CHECK names from the start here: nothing to rename (SQL Server's step).
+      return { up: [], down: [] };
+    },
     outboxDeadIndex() {
       // Partial: only dead rows are in it, so counting them (health check, backlog gauges) does
       // not read every sent row the retention keeps. SQLite tables have no schema here.
