@@ -280,6 +280,15 @@ export interface IdempotencyModuleOptions extends IdempotencyEndpointOptions<any
   replayCache?: ReplayCacheOptions | false;
   /** A logger, or false to silence the library. Default: Nest's Logger. */
   logger?: LoggerService | false;
+  /**
+   * The module installs `ProblemDetailsFilter` as the app's global exception filter of last
+   * resort, so that every HTTP error the app answers (a `413` of the body parser, a 5xx of an
+   * unguarded route, an `HttpException`) is `application/problem+json`. The app's own filters
+   * (method, controller, `APP_FILTER`, `app.useGlobalFilters()`) still come first for what they
+   * catch. `false`: the app answers errors itself; the module then warns at boot unless a
+   * `ProblemDetailsFilter` (or a subclass) is among the app's global filters. Default `true`.
+   */
+  problemDetailsFilter?: boolean;
 }
 
 /** Options with every default applied. */

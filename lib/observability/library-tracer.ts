@@ -24,6 +24,7 @@ export const TRACE_ATTRIBUTES = {
   httpMethod: 'http.request.method',
   httpRoute: 'http.route',
   httpStatus: 'http.response.status_code',
+  urlPath: 'url.path',
   errorType: 'error.type',
   // The gate.
   gateOutcome: 'idempotency.outcome',
