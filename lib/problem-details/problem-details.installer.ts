@@ -69,7 +69,6 @@ function frameworkDefault(type: string): ExceptionFilter | undefined {
         : [];
   if (!pkg) return undefined;
   try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
     const Filter = require(pkg)[name!];
     return Filter ? new Filter() : undefined;
   } catch {
