@@ -12,3 +12,5 @@ export const CAPTURE_TIMEOUT =
   'The response of an @Idempotent() handler was not written within 30 s; the request was rolled back.';
 export const FILE_NOT_SENT = (method: string) =>
   `res.${method}() was not run: on an @Idempotent() endpoint a file cannot be stored for replay.`;
+export const NOT_SNAPSHOTTABLE_FIX =
+  'An @Idempotent() endpoint must answer with a value the gate can store (JSON, text, a Buffer): read the stream into a Buffer first, or take @Idempotent() off a route that streams. The client got 500 response-not-snapshottable and nothing was committed.';

@@ -103,6 +103,47 @@ describe.each(platforms)('problem+json by default on %s', (platform) => {
   });
 });
 
+describe.each(platforms)('a refused stream on a guarded route, %s', (platform) => {
+  let db: TestDatabase;
+  let app: INestApplication;
+  const errors: unknown[] = [];
+  const logger: LoggerService = {
+    log: () => undefined,
+    warn: () => undefined,
+    error: (m: unknown) => void errors.push(m),
+  };
+
+  beforeAll(async () => {
+    db = await createTestDatabase(kind);
+    app = await startUserApp({ dbUrl: db.url, platform, logger });
+  }, 60_000);
+  afterAll(async () => {
+    await app?.close();
+    await db?.drop();
+  });
+
+  it.each(['file', 'generator'])(
+    'a returned %s: 500 to the client and an error line naming the route and the fix',
+    async (route) => {
+      errors.length = 0;
+      const res = await fetch(`${await baseUrl(app)}/user-app/${route}`, {
+        method: 'POST',
+        headers: { 'idempotency-key': `${route}-${platform}` },
+      });
+      expect(res.status).toBe(500);
+      expect(errors).toEqual([
+        expect.objectContaining({
+          event: 'idempotency.response-not-snapshottable',
+          method: 'POST',
+          route: `/user-app/${route}`,
+          answer: 'a stream or file',
+          fix: expect.stringContaining('read the stream into a Buffer'),
+        }),
+      ]);
+    },
+  );
+});
+
 describe('problemDetailsFilter: false (express)', () => {
   let db: TestDatabase;
   let app: INestApplication;
