@@ -90,12 +90,16 @@ describe.each(cases)('fan-out to a second service on %s over %s', (kind, transpo
       paymentIds.push(((await r.json()) as { id: string }).id);
     }
 
+    // Only this test's payments: the NATS subject is shared with any other sample app running
+    // on the same server, whose events this test's consumers also receive (and record).
+    const ours = new Set(paymentIds);
     const countsOf = async (table: string) => {
       const rows: Array<{ payment_id: string }> = await ds!.query(
         `SELECT payment_id FROM ${table}`,
       );
       const counts = new Map<string, number>();
-      for (const r of rows) counts.set(r.payment_id, (counts.get(r.payment_id) ?? 0) + 1);
+      for (const r of rows)
+        if (ours.has(r.payment_id)) counts.set(r.payment_id, (counts.get(r.payment_id) ?? 0) + 1);
       return counts;
     };
     await eventually(
@@ -126,19 +130,26 @@ describe.each(cases)('fan-out to a second service on %s over %s', (kind, transpo
     expect([...ledger.values(), ...notified.values()].every((n) => n === 1)).toBe(true);
 
     // Each service's inbox recorded every message once, under its own consumer name.
-    const inbox: Array<{ consumer: string; n: string | number }> = await ds.query(
-      `SELECT consumer, COUNT(*) AS n FROM inbox_messages WHERE status = 'processed' GROUP BY consumer ORDER BY consumer`,
+    const sent = new Set(
+      ((await ds.query(`SELECT id FROM outbox_messages`)) as Array<{ id: string }>).map(
+        (r) => r.id,
+      ),
     );
-    expect(inbox.map((r) => [r.consumer, Number(r.n)])).toEqual([
-      ['ledger', PAYMENTS],
-      ['notifications', PAYMENTS],
-    ]);
+    expect(sent.size).toBe(PAYMENTS);
+    const inbox: Array<{ consumer: string; message_id: string; status: string }> = await ds.query(
+      `SELECT consumer, message_id, status FROM inbox_messages`,
+    );
+    const recorded = (consumer: string) =>
+      inbox.filter((r) => r.consumer === consumer && sent.has(r.message_id)).map((r) => r.status);
+    expect(recorded('ledger')).toEqual(Array(PAYMENTS).fill('processed'));
+    expect(recorded('notifications')).toEqual(Array(PAYMENTS).fill('processed'));
 
     // Competing instances: each ledger event reached one ledger instance (no copy went to both,
     // which the inbox would have counted as a duplicate) and both took part.
     const processedA = await counter(ledgerA, 'inbox_processed', 'ledger');
     const processedB = await counter(ledgerB, 'inbox_processed', 'ledger');
-    expect(processedA + processedB).toBe(PAYMENTS);
+    // (At least: events of other apps on the shared NATS server count too.)
+    expect(processedA + processedB).toBeGreaterThanOrEqual(PAYMENTS);
     expect(processedA).toBeGreaterThan(0);
     expect(processedB).toBeGreaterThan(0);
     expect(
@@ -146,7 +157,9 @@ describe.each(cases)('fan-out to a second service on %s over %s', (kind, transpo
         (await counter(ledgerB, 'inbox_duplicates', 'ledger')),
     ).toBe(0);
     // The notifications process ran no ledger consumer, the ledger processes no notifications one.
-    expect(await counter(notifications, 'inbox_processed', 'notifications')).toBe(PAYMENTS);
+    expect(await counter(notifications, 'inbox_processed', 'notifications')).toBeGreaterThanOrEqual(
+      PAYMENTS,
+    );
     expect(await counter(notifications, 'inbox_processed', 'ledger')).toBe(0);
     expect(await counter(ledgerA, 'inbox_processed', 'notifications')).toBe(0);
   }, 240_000);
