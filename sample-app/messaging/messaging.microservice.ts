@@ -18,8 +18,8 @@ import { BROKER_CONFIG } from './messaging.constants';
  * consuming service this process runs (CONSUMERS, see consumer-services.ts), so each service's
  * `@EventPattern('payment.captured', <service>)` handlers receive the relay's messages, and starts
  * them:
- * - embedded: an EmbeddedTransport per service on the app's EventEmitter2 (every listener gets
- *   each event);
+ * - embedded: one EmbeddedTransport on the app's EventEmitter2 for every service's handlers (in
+ *   one process every listener gets each event; CONSUMERS does not apply);
  * - RabbitMQ: the service's durable queue (the ledger's: BROKER_QUEUE), bound to the fanout
  *   exchange the relay publishes to, `noAck: false` (`@IdempotentConsumer()` acks each delivery
  *   after its transaction commits; a crash before the ack means redelivery);
@@ -28,8 +28,17 @@ import { BROKER_CONFIG } from './messaging.constants';
  */
 export async function connectMessaging(app: INestApplication): Promise<void> {
   const config = app.get<BrokerConfig>(BROKER_CONFIG);
+  if (config.kind === 'embedded') {
+    // In process every listener of a pattern gets each event: one server carries the handlers
+    // of every service (and any handler without a transport id), each bound once.
+    const server = new EmbeddedTransport(app.get(EventEmitter2));
+    server.transportId = undefined;
+    app.connectMicroservice<MicroserviceOptions>({ strategy: server });
+    await app.startAllMicroservices();
+    return;
+  }
   for (const service of enabledConsumerServices(config)) {
-    const server = serverOf(microserviceOptions(app, config, service));
+    const server = serverOf(microserviceOptions(config, service));
     // Only the handlers of this service (@EventPattern(pattern, service.transportId)) bind to it.
     server.setTransportId(service.transportId);
     app.connectMicroservice<MicroserviceOptions>({ strategy: server });
@@ -37,14 +46,10 @@ export async function connectMessaging(app: INestApplication): Promise<void> {
   await app.startAllMicroservices();
 }
 
-function microserviceOptions(
-  app: INestApplication,
-  config: BrokerConfig,
-  service: ConsumerService,
-): MicroserviceOptions {
+function microserviceOptions(config: BrokerConfig, service: ConsumerService): MicroserviceOptions {
   switch (config.kind) {
     case 'embedded':
-      return { strategy: new EmbeddedTransport(app.get(EventEmitter2)) };
+      throw new Error('the embedded transport has one server (see connectMessaging)');
     case 'rabbitmq':
       return {
         transport: Transport.RMQ,

@@ -61,6 +61,13 @@ describe.each(platforms)('problem+json by default on %s', (platform) => {
     expect(body).not.toContain('kaboom');
   });
 
+  it('an error after the body started ends the response as sent (too late for a problem)', async () => {
+    const res = await fetch(`${url}/user-app/half-sent`);
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe('partial');
+    expect((await fetch(`${url}/user-app/boom`)).status).toBe(500);
+  });
+
   it("the app's HttpException is a problem with its status and message", async () => {
     const res = await fetch(`${url}/user-app/missing`);
     expect(res.status).toBe(404);
