@@ -147,6 +147,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
         route: routeTemplate(g.req, '') || g.path,
         path: g.path,
         headers: g.req.headers,
+        scheme: typeof g.req.protocol === 'string' ? g.req.protocol : undefined,
       },
       g.opts.mode,
       () => g.info.keyHash,

@@ -41,8 +41,8 @@ const FAILED: ReadonlySet<GateOutcome> = new Set(['misconfigured', 'unavailable'
  * active span (the HTTP server span of the app's instrumentation), and the span is INTERNAL.
  * With no active span, it continues the caller's trace from the request's `traceparent` /
  * `tracestate` (see `requestParent`) and is then the process's entry span for the request:
- * SERVER, the counterpart of the caller's CLIENT span, with `url.path` as the HTTP server
- * conventions ask. Without either it is a root (INTERNAL). It carries the mode,
+ * SERVER, the counterpart of the caller's CLIENT span, with `url.path` and `url.scheme` as the
+ * HTTP server conventions require (its name stays the library's). Without either it is a root (INTERNAL). It carries the mode,
  * the key's short hash (never the key, never the body) and, once answered, the outcome and the
  * status. The handler, the ledger's statements and `OutboxService.add()` run inside it, so
  * their spans and the outbox message's stored trace context are its descendants.
@@ -58,7 +58,14 @@ export class GateTrace {
   ) {}
 
   static start(
-    request: { method: string; route: string; path: string; headers?: IncomingHttpHeaders },
+    request: {
+      method: string;
+      route: string;
+      path: string;
+      headers?: IncomingHttpHeaders;
+      /** `http` or `https` as the platform tells it (Express and Fastify: `req.protocol`). */
+      scheme?: string;
+    },
     mode: string,
     keyHash: () => string,
   ): GateTrace {
@@ -77,7 +84,8 @@ export class GateTrace {
         [A.gateMode]: mode,
         [A.gateKeyHash]: keyHash(),
       });
-      if (parent.remote) span.setAttribute(A.urlPath, request.path);
+      if (parent.remote)
+        span.setAttributes({ [A.urlPath]: request.path, [A.urlScheme]: request.scheme ?? 'http' });
     }
     return new GateTrace(span, trace.setSpan(parent.context, span));
   }

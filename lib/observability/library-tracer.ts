@@ -25,6 +25,7 @@ export const TRACE_ATTRIBUTES = {
   httpRoute: 'http.route',
   httpStatus: 'http.response.status_code',
   urlPath: 'url.path',
+  urlScheme: 'url.scheme',
   errorType: 'error.type',
   // The gate.
   gateOutcome: 'idempotency.outcome',

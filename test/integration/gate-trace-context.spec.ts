@@ -79,6 +79,7 @@ describe.each(platforms)('the gate continues the caller trace on %s', (platform)
         'http.request.method': 'POST',
         'http.route': '/user-app/guarded',
         'url.path': '/user-app/guarded',
+        'url.scheme': 'http',
         'idempotency.outcome': 'created',
       });
     } finally {
