@@ -1,4 +1,10 @@
-import type { ModuleMetadata, Type } from '@nestjs/common';
+import type {
+  InjectionToken,
+  ModuleMetadata,
+  OptionalFactoryDependency,
+  Provider,
+  Type,
+} from '@nestjs/common';
 import type { IdempotencyModuleOptions } from './idempotency.options';
 
 export interface IdempotencyOptionsFactory {
@@ -7,9 +13,10 @@ export interface IdempotencyOptionsFactory {
 
 export interface IdempotencyModuleAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
   useFactory?: (...args: any[]) => Promise<IdempotencyModuleOptions> | IdempotencyModuleOptions;
-  inject?: any[];
+  /** Providers given to `useFactory`, in order. */
+  inject?: Array<InjectionToken | OptionalFactoryDependency>;
   useClass?: Type<IdempotencyOptionsFactory>;
   useExisting?: Type<IdempotencyOptionsFactory>;
   /** Extra providers available to the factory. */
-  extraProviders?: any[];
+  extraProviders?: Provider[];
 }

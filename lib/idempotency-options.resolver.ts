@@ -42,6 +42,7 @@ export const DEFAULT_OPTIONS: ResolvedIdempotencyOptions = {
   fingerprint: { headers: [], excludeBodyPaths: [], includeBodyPaths: [] },
   strayWrites: defaultStrayWrites(),
   lockTimeoutMs: 100,
+  problemDetailsFilter: true,
   tables: {
     idempotency: 'idempotency_records',
     outbox: 'outbox_messages',

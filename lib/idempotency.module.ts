@@ -37,6 +37,7 @@ import { OutboxStore } from './outbox/outbox.store';
 import { DatabaseService } from './persistence/database.service';
 import { IdempotencyLedger } from './persistence/idempotency-ledger';
 import { ReplayCache } from './persistence/replay.cache';
+import { ProblemDetailsInstaller } from './problem-details/problem-details.installer';
 
 /**
  * Providers the app reaches: its services, the services their subclasses take, and the
@@ -79,6 +80,8 @@ const INTERNAL_PROVIDERS = [
   RmqServerWatcher,
   MaintenanceStore,
   ConditionalStore,
+  // The app's problem+json filter of last resort (`problemDetailsFilter`).
+  ProblemDetailsInstaller,
 ];
 
 /** Providers of every feature, wired once for forRoot and forRootAsync. */

@@ -1,4 +1,5 @@
 import type { LoggerService } from '@nestjs/common';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { OutboxPublisher } from './outbox/outbox-publisher.interface';
 import type { ReplayCacheStore } from './persistence/replay-cache.store';
 import type { EncryptionOptions, KeyRing } from './encryption/key-ring';
@@ -49,8 +50,33 @@ export type StrayWritesPolicy = 'error' | 'warn' | 'ignore';
 export const defaultStrayWrites = (): StrayWritesPolicy =>
   process.env.NODE_ENV === 'production' ? 'warn' : 'error';
 
-/** Anything that can resolve a string from the framework's request object (Express or Fastify). */
-export type RequestResolver<TRequest = any> = (request: TRequest) => string | undefined | null;
+/**
+ * Resolves a string from the framework's request object (Express or Fastify). Checked like a
+ * method (bivariantly), so a resolver written for the platform's own request type
+ * (`(req: Request) => …`, `(req: FastifyRequest) => …`) is accepted where an
+ * `IdempotencyRequest` is given.
+ */
+export type RequestResolver<TRequest = any> = {
+  resolve(request: TRequest): string | undefined | null;
+}['resolve'];
+
+/**
+ * The request as `tenantResolver` and `principalResolver` see it: what Express' `Request` and
+ * Fastify's `FastifyRequest` have in common. A resolver may also declare the platform's type.
+ */
+export interface IdempotencyRequest {
+  readonly method: string;
+  readonly url: string;
+  readonly headers: IncomingHttpHeaders;
+  readonly params?: unknown;
+  readonly query?: unknown;
+  readonly body?: unknown;
+  /**
+   * What the app's authentication put on the request (Passport's `req.user`, a guard's own
+   * field): its shape is the app's, so it is not narrowed here (`(req) => req.user?.id`).
+   */
+  readonly user?: any;
+}
 
 /** What an `onEvent` hook is told about a guarded request. */
 export interface IdempotencyEvent<TRequest = any> {
@@ -282,9 +308,9 @@ export interface IdempotencyModuleOptions extends IdempotencyEndpointOptions<any
   schema?: string;
   tables?: TableNames;
   /** Resolves the tenant from the request. Default: none (`-`). */
-  tenantResolver?: RequestResolver;
+  tenantResolver?: RequestResolver<IdempotencyRequest>;
   /** Resolves the principal (user, API client) from the request. Default: none (`-`). */
-  principalResolver?: RequestResolver;
+  principalResolver?: RequestResolver<IdempotencyRequest>;
   /** Lock wait before a duplicate of an in-flight request answers 409, in ms. Default 100. */
   lockTimeoutMs?: number;
   /**
@@ -308,6 +334,15 @@ export interface IdempotencyModuleOptions extends IdempotencyEndpointOptions<any
   replayCache?: ReplayCacheOptions | false;
   /** A logger, or false to silence the library. Default: Nest's Logger. */
   logger?: LoggerService | false;
+  /**
+   * The module installs `ProblemDetailsFilter` as the app's global exception filter of last
+   * resort, so that every HTTP error the app answers (a `413` of the body parser, a 5xx of an
+   * unguarded route, an `HttpException`) is `application/problem+json`. The app's own filters
+   * (method, controller, `APP_FILTER`, `app.useGlobalFilters()`) still come first for what they
+   * catch. `false`: the app answers errors itself; the module then warns at boot unless a
+   * `ProblemDetailsFilter` (or a subclass) is among the app's global filters. Default `true`.
+   */
+  problemDetailsFilter?: boolean;
 }
 
 /** Options with every default applied. */
@@ -343,8 +378,8 @@ export interface ResolvedIdempotencyOptions extends Required<
   encryptionKey?: Buffer;
   /** The key ring of stored answers (from `encryption`, or `encryptionKey`); undefined: not encrypted. */
   encryption?: KeyRing;
-  tenantResolver?: RequestResolver;
-  principalResolver?: RequestResolver;
+  tenantResolver?: RequestResolver<IdempotencyRequest>;
+  principalResolver?: RequestResolver<IdempotencyRequest>;
   logger?: LoggerService | false;
   tables: Required<TableNames>;
   inProgress: Required<InProgressPolicy>;

@@ -13,6 +13,7 @@ export {
   type FingerprintFunction,
   type StrayWritesPolicy,
   type RequestResolver,
+  type IdempotencyRequest,
   type IdempotencyEvent,
   type IdempotencyEndpointOptions,
   type OutboxOptions,

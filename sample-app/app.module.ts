@@ -28,6 +28,9 @@ import { PaymentsService } from './payments/payments.service';
 import { LedgerEntry } from './ledger/ledger-entry.entity';
 import { LedgerModule } from './ledger/ledger.module';
 import { CreateLedgerEntries1763700009000 } from './migrations/1763700009000-create-ledger-entries';
+import { CreateNotifications1763700011000 } from './migrations/1763700011000-create-notifications';
+import { Notification } from './notifications/notification.entity';
+import { NotificationsModule } from './notifications/notifications.module';
 import {
   REPLAY_CACHE_STORE,
   ReplayCacheRedisModule,
@@ -49,6 +52,7 @@ export class AppModule {
           entities: [
             Payment,
             LedgerEntry,
+            Notification,
             customerEntity(db.type),
             ...getIdempotencyEntities({ type: db.type }),
           ],
@@ -57,6 +61,7 @@ export class AppModule {
             CreatePayments1763700001000,
             CreateCustomers1763700007000,
             CreateLedgerEntries1763700009000,
+            CreateNotifications1763700011000,
           ],
           migrationsRun: true,
           synchronize: false,
@@ -118,6 +123,7 @@ export class AppModule {
         OpsModule,
         MessagingModule.forRoot(),
         LedgerModule,
+        NotificationsModule,
       ],
       controllers: [PaymentsController, CustomersController],
       providers: [PaymentsService, CustomersService],

@@ -10,9 +10,9 @@ import type { IdempotencyLedger, Reservation } from '../persistence/idempotency-
 import { errorText, type GateAnswer, type GateAnswers } from './gate-answers';
 import { Abort, type GuardedRequest } from './guarded-request';
 import { trackHandlerBody } from './handler-body.tracker';
-import { rawResponse, requestPath } from '../internal/http-platform';
+import { rawResponse, requestPath, routeTemplate } from '../internal/http-platform';
 import { leaseLost, notSnapshottable, responseTooLarge } from './idempotency.errors';
-import { CAPTURE_TIMEOUT } from './idempotency.messages';
+import { CAPTURE_TIMEOUT, NOT_SNAPSHOTTABLE_FIX } from './idempotency.messages';
 import { type CapturedResponse, type ResponseCapture } from './response-capture';
 import {
   encodeSnapshot,
@@ -102,6 +102,13 @@ export class HandlerExecution {
       );
     const unstorable = capture.unstorable ?? (captured.streamed ? 'a streamed body' : undefined);
     if (unstorable) {
+      // A bug of the endpoint, not of the request: the server's log says which route and why.
+      this.answers.log('error', 'response-not-snapshottable', g, {
+        method: g.method,
+        route: routeTemplate(g.req, '') || g.path,
+        answer: unstorable,
+        fix: NOT_SNAPSHOTTABLE_FIX,
+      });
       const problem = notSnapshottable(unstorable);
       throw new Abort(() => capture.replace(...problemAnswer(problem, instance)));
     }

@@ -137,13 +137,18 @@ export class IdempotencyInterceptor implements NestInterceptor {
   }
 
   /**
-   * The gate's span for a guarded request: a child of the request's active span; everything the
-   * gate runs is inside it.
+   * The gate's span for a guarded request: a child of the request's active span, else of the
+   * caller's `traceparent`; everything the gate runs is inside it.
    */
   private startTrace(g: GuardedRequest): GateTrace {
     const traced = GateTrace.start(
-      g.method,
-      routeTemplate(g.req, '') || g.path,
+      {
+        method: g.method,
+        route: routeTemplate(g.req, '') || g.path,
+        path: g.path,
+        headers: g.req.headers,
+        scheme: typeof g.req.protocol === 'string' ? g.req.protocol : undefined,
+      },
       g.opts.mode,
       () => g.info.keyHash,
     );

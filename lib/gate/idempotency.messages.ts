@@ -17,3 +17,6 @@ export const STORED_RESPONSE_KEY_UNKNOWN = (keyId: string) =>
   `The response stored for this Idempotency-Key is sealed under the encryption key "${keyId}", which is not in the key ring (encryption.keys). The request was not run again; put the key "${keyId}" back in the ring to replay it.`;
 export const STORED_RESPONSE_NOT_ENCRYPTED =
   'The response stored for this Idempotency-Key is not encrypted, and encryption.keys is set: it is refused, not replayed. The request was not run again (encryption.acceptPlaintext: true replays such answers during a migration).';
+
+export const NOT_SNAPSHOTTABLE_FIX =
+  'An @Idempotent() endpoint must answer with a value the gate can store (JSON, text, a Buffer): read the stream into a Buffer first, or take @Idempotent() off a route that streams. The client got 500 response-not-snapshottable and nothing was committed.';

@@ -1,13 +1,8 @@
-import {
-  context,
-  SpanKind,
-  SpanStatusCode,
-  trace,
-  type Context,
-  type Span,
-} from '@opentelemetry/api';
+import { SpanKind, SpanStatusCode, trace, type Context, type Span } from '@opentelemetry/api';
+import type { IncomingHttpHeaders } from 'node:http';
 import { PROBLEM_TYPES } from '../problem-details/problem-types';
 import { libraryTracer, TRACE_ATTRIBUTES as A } from './library-tracer';
+import { requestParent } from './trace-context';
 
 /**
  * How the gate answered a guarded request, as the `idempotency.outcome` span attribute:
@@ -45,8 +40,12 @@ const OUTCOME_OF_PROBLEM: Readonly<Record<string, GateOutcome>> = {
 const FAILED: ReadonlySet<GateOutcome> = new Set(['misconfigured', 'unavailable', 'unreadable']);
 
 /**
- * The span of one guarded request: `idempotency <METHOD> <route>`, a child of the request's
- * active span (the HTTP server span of the app's instrumentation), INTERNAL. It carries the mode,
+ * The span of one guarded request: `idempotency <METHOD> <route>`. Its parent is the request's
+ * active span (the HTTP server span of the app's instrumentation), and the span is INTERNAL.
+ * With no active span, it continues the caller's trace from the request's `traceparent` /
+ * `tracestate` (see `requestParent`) and is then the process's entry span for the request:
+ * SERVER, the counterpart of the caller's CLIENT span, with `url.path` and `url.scheme` as the
+ * HTTP server conventions require (its name stays the library's). Without either it is a root (INTERNAL). It carries the mode,
  * the key's short hash (never the key, never the body) and, once answered, the outcome and the
  * status. The handler, the ledger's statements and `OutboxService.add()` run inside it, so
  * their spans and the outbox message's stored trace context are its descendants.
@@ -61,22 +60,37 @@ export class GateTrace {
     readonly context: Context,
   ) {}
 
-  static start(method: string, route: string, mode: string, keyHash: () => string): GateTrace {
-    const parent = context.active();
+  static start(
+    request: {
+      method: string;
+      route: string;
+      path: string;
+      headers?: IncomingHttpHeaders;
+      /** `http` or `https` as the platform tells it (Express and Fastify: `req.protocol`). */
+      scheme?: string;
+    },
+    mode: string,
+    keyHash: () => string,
+  ): GateTrace {
+    const { method, route } = request;
+    const parent = requestParent(request.headers);
     const span = libraryTracer().startSpan(
       `idempotency ${method} ${route}`,
-      { kind: SpanKind.INTERNAL },
-      parent,
+      { kind: parent.remote ? SpanKind.SERVER : SpanKind.INTERNAL },
+      parent.context,
     );
     // The hash is a SHA-256 the gate computes lazily: only for a span that is recorded.
-    if (span.isRecording())
+    if (span.isRecording()) {
       span.setAttributes({
         [A.httpMethod]: method,
         [A.httpRoute]: route,
         [A.gateMode]: mode,
         [A.gateKeyHash]: keyHash(),
       });
-    return new GateTrace(span, trace.setSpan(parent, span));
+      if (parent.remote)
+        span.setAttributes({ [A.urlPath]: request.path, [A.urlScheme]: request.scheme ?? 'http' });
+    }
+    return new GateTrace(span, trace.setSpan(parent.context, span));
   }
 
   /** The answer was the first execution's, stored. */

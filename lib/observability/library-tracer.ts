@@ -24,6 +24,8 @@ export const TRACE_ATTRIBUTES = {
   httpMethod: 'http.request.method',
   httpRoute: 'http.route',
   httpStatus: 'http.response.status_code',
+  urlPath: 'url.path',
+  urlScheme: 'url.scheme',
   errorType: 'error.type',
   // The gate.
   gateOutcome: 'idempotency.outcome',

@@ -1,5 +1,5 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
-import { STATUS_CODES } from 'node:http';
+import { STATUS_CODES, type ServerResponse } from 'node:http';
 import { isMisconfiguration } from '../persistence/database-misconfigured';
 import { isDatabaseUnavailable } from '../persistence/database-unavailable';
 import { requestPath, sendRaw } from '../internal/http-platform';
@@ -20,6 +20,13 @@ export class ProblemDetailsFilter implements ExceptionFilter {
   catch(exception: unknown, host: ArgumentsHost): void {
     if (host.getType() !== 'http') throw exception;
     const http = host.switchToHttp();
+    const raw: ServerResponse = http.getResponse().raw ?? http.getResponse();
+    if (raw.headersSent) {
+      // Too late for an answer (a body was streaming): log as usual and end what was sent.
+      this.toProblem(exception);
+      if (!raw.writableEnded) raw.end();
+      return;
+    }
     const { status, body, headers } = this.toProblem(exception);
     const problem: Record<string, unknown> = { ...body, instance: requestPath(http.getRequest()) };
     problem.retryable ??= isRetryableProblem(String(problem.type), status);

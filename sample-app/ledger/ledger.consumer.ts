@@ -2,6 +2,7 @@ import { Controller, Inject } from '@nestjs/common';
 import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { IdempotentConsumer } from '../../lib';
 import { SAMPLE_CHANNELS } from '../ops/sample.channels';
+import { LEDGER_SERVICE } from '../messaging/consumer-services';
 import { incomingMessage } from '../messaging/incoming-message';
 import { PAYMENT_CAPTURED, PaymentCapturedEvent } from '../payments/payments.service';
 import { LEDGER_DEMO, LedgerDemoSwitches } from './ledger.config';
@@ -13,7 +14,8 @@ import { LedgerService } from './ledger.service';
  * message id (the outbox message id the relay sent) in the transaction of the entry, so a
  * redelivered, republished or concurrently delivered `payment.captured` never writes a second
  * entry; a failed handler rolls back and runs again on redelivery. On RabbitMQ (`noAck: false`)
- * it acknowledges each delivery once the inbox has settled it.
+ * it acknowledges each delivery once the inbox has settled it. Bound to the ledger service's
+ * queue only (`LEDGER_SERVICE`); the notifications service gets its own copy of each event.
  */
 @Controller()
 export class LedgerConsumer {
@@ -24,7 +26,7 @@ export class LedgerConsumer {
     @Inject(LEDGER_DEMO) private readonly demo: LedgerDemoSwitches,
   ) {}
 
-  @EventPattern(PAYMENT_CAPTURED)
+  @EventPattern(PAYMENT_CAPTURED, LEDGER_SERVICE)
   @IdempotentConsumer({ consumer: 'ledger', acknowledge: true })
   async onPaymentCaptured(
     @Payload() event: PaymentCapturedEvent,

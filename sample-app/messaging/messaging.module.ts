@@ -12,6 +12,8 @@ import { EventEmitter2, EventEmitterModule } from '@nestjs/event-emitter';
 import { ClientOptions, ClientProxy, ClientProxyFactory, Transport } from '@nestjs/microservices';
 import { ClientProxyPublisher, FunctionPublisher, OutboxPublisher } from '../../lib';
 import { BrokerConfig, brokerConfigFromEnv } from './broker.config';
+import { fanOutExchange } from './consumer-services';
+import { declareRabbitFanOut } from './rabbit-fan-out';
 import { BROKER_CLIENT, BROKER_CONFIG } from './messaging.constants';
 
 /** Closes the broker client after the relay has stopped (the relay stops in beforeApplicationShutdown). */
@@ -50,7 +52,10 @@ export class MessagingModule {
       providers.push(
         {
           provide: BROKER_CLIENT,
-          useFactory: () => ClientProxyFactory.create(clientOptions(config)),
+          useFactory: async () => {
+            if (config.kind === 'rabbitmq') await declareRabbitFanOut(config);
+            return ClientProxyFactory.create(clientOptions(config));
+          },
         },
         {
           provide: OutboxPublisher,
@@ -72,7 +77,11 @@ export class MessagingModule {
   }
 }
 
-/** Client options of the relay's ClientProxy: the same queue / servers as the consumers' transport. */
+/**
+ * Client options of the relay's ClientProxy. RabbitMQ: publishes to the fanout exchange
+ * BROKER_EXCHANGE, which copies each event to every consuming service's queue (the ledger's is
+ * BROKER_QUEUE); NATS: publishes on the event's subject, which every queue group receives.
+ */
 function clientOptions(config: Exclude<BrokerConfig, { kind: 'embedded' }>): ClientOptions {
   if (config.kind === 'rabbitmq') {
     return {
@@ -81,6 +90,8 @@ function clientOptions(config: Exclude<BrokerConfig, { kind: 'embedded' }>): Cli
         urls: [config.url],
         queue: config.queue,
         queueOptions: { durable: true },
+        exchange: fanOutExchange(config),
+        exchangeType: 'fanout',
         persistent: true,
       },
     };

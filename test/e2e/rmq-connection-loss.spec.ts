@@ -7,6 +7,7 @@ import {
   AmqpFaultProxy,
   BASIC_CONSUME,
   CHANNEL_OPEN,
+  EXCHANGE_DECLARE,
   QUEUE_DECLARE,
 } from '../fixtures/outbox/amqp-fault-proxy';
 import { RABBIT_URL } from '../fixtures/outbox/rabbit-collector';
@@ -45,6 +46,8 @@ describe('RabbitMQ connection lost during channel set-up (sample app process)', 
       DB_URL: `sqlite:${join(dir, 'app.sqlite')}`,
       BROKER_URL: `amqp://guest:guest@127.0.0.1:${proxy.port}`,
       BROKER_QUEUE: queue,
+      // One consumer (the ledger's), as the drops below count connections.
+      CONSUMERS: 'ledger',
       OUTBOX_POLL_INTERVAL_MS: '200',
       OUTBOX_BACKOFF_BASE_MS: '200',
       OUTBOX_BACKOFF_MAX_MS: '2000',
@@ -57,7 +60,9 @@ describe('RabbitMQ connection lost during channel set-up (sample app process)', 
     const conn = await amqp.connect(RABBIT_URL).catch(() => undefined);
     if (conn) {
       const ch = await conn.createChannel();
-      await ch.deleteQueue(queue).catch(() => undefined);
+      for (const q of [queue, `${queue}.notifications`])
+        await ch.deleteQueue(q).catch(() => undefined);
+      await ch.deleteExchange(`${queue}.events`).catch(() => undefined);
       await conn.close().catch(() => undefined);
     }
     rmSync(dir, { recursive: true, force: true });
@@ -139,10 +144,11 @@ describe('RabbitMQ connection lost during channel set-up (sample app process)', 
   );
 
   it(
-    'consumer and publisher lost at queue.declare: the process stays up, says so, and both work again',
+    'consumer and publisher lost at queue.declare / exchange.declare: the process stays up, says so, and both work again',
     async () => {
-      // Both channels declare the queue on every connect: the consumer's and the relay's.
-      await loseConnectionsAt(QUEUE_DECLARE(queue), QUEUE_DECLARE(queue));
+      // Both channels declare on every connect: the consumer its queue, the relay the fanout
+      // exchange it publishes to (the sample app's fan-out, docs/inbox.md).
+      await loseConnectionsAt(QUEUE_DECLARE(queue), EXCHANGE_DECLARE(`${queue}.events`));
       await paymentGoesThrough('after-declare-loss');
       expect(alive()).toBe(true);
       expect(app.output()).toContain('the consuming channel could not be set up');

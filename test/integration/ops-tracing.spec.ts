@@ -159,11 +159,17 @@ describe.each(cases)(
         ).json()) as unknown[];
         return entries.length === 1;
       });
-      const processed = await eventually('the consumer span is exported', () =>
-        byName(spansOf(traceId), 'process payment.captured').find(
-          (s) => s.attributes['inbox.outcome'] === 'processed',
-        ),
-      );
+      // Two services consume the event (the ledger and, with its own inbox, notifications).
+      const processedBy = (consumer: string) =>
+        eventually(`the ${consumer} consumer span is exported`, () =>
+          byName(spansOf(traceId), 'process payment.captured').find(
+            (s) =>
+              s.attributes['inbox.outcome'] === 'processed' &&
+              s.attributes['inbox.consumer'] === consumer,
+          ),
+        );
+      const processed = await processedBy('ledger');
+      const notified = await processedBy('notifications');
       // The publish span ends once the broker has confirmed: on the embedded transport (and
       // NATS, after its flush) that may be after the consumer's span.
       await eventually('the publish span is exported', () =>
@@ -204,6 +210,8 @@ describe.each(cases)(
       });
       if (transport !== 'embedded')
         expect(processed.attributes['messaging.system']).toBe(transport);
+      // The fan-out: the notifications service's delivery is a second child of the same send.
+      expect(parentIdOf(notified)).toBe(id(send));
 
       // A replay of the same request, in another trace: the gate's span says so, nothing is added.
       const replayTrace = hex(16);
@@ -234,7 +242,9 @@ describe.each(cases)(
       expect(await admin.requeue(messageId)).toBe(1);
       const duplicate = await eventually('the duplicate delivery is traced', () =>
         byName(spansOf(traceId), 'process payment.captured').find(
-          (s) => s.attributes['inbox.outcome'] === 'duplicate',
+          (s) =>
+            s.attributes['inbox.outcome'] === 'duplicate' &&
+            s.attributes['inbox.consumer'] === 'ledger',
         ),
       );
       expect(duplicate.attributes['inbox.duplicate']).toBe(true);

@@ -20,7 +20,11 @@ afterAll(async () => {
 beforeEach(() => exporter.reset());
 
 const run = (answer: (t: GateTrace) => void) => {
-  const t = GateTrace.start('POST', '/payments', 'leased', () => '0123456789abcdef');
+  const t = GateTrace.start(
+    { method: 'POST', route: '/payments', path: '/payments' },
+    'leased',
+    () => '0123456789abcdef',
+  );
   answer(t);
   t.end();
   const [span] = exporter.getFinishedSpans();
