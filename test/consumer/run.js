@@ -42,6 +42,8 @@ const amqp = require('amqplib');
 const { Client } = require('pg');
 const Database = require('better-sqlite3');
 const sql = require('mssql');
+const { runSchemaCliCase } = require('./schema-cli.case');
+const { runTestingKitCase } = require('./testing-kit.case');
 const { appFiles, commands, installCommands, TUTORIAL } = require('./readme-snippets');
 
 const ROOT = join(__dirname, '..', '..');
@@ -187,6 +189,11 @@ async function prepareApp(work, name, packed) {
   check(
     versions.microservices.split('.')[0] === core.split('.')[0],
     `@nestjs/microservices ${versions.microservices} has the major of @nestjs/core ${core}`,
+  );
+  versions.nestTypeorm = versionIn(app, '@nestjs/typeorm');
+  check(
+    versions.nestTypeorm.split('.')[0] === core.split('.')[0],
+    `@nestjs/typeorm ${versions.nestTypeorm} has the major of @nestjs/core ${core}`,
   );
   // The tutorial's `npm pkg set` lines land in the app's package.json, and better-sqlite3's native
   // build ran (its install script, allowed there).
@@ -715,6 +722,19 @@ async function main() {
         done.push(`${target.name}/${kind}`);
         log(`${target.name}/${kind}: passed in ${Math.round((Date.now() - t) / 1000)} s`);
       }
+    }
+    // The packed package's executable and its testing kit, as a user of the CommonJS app runs
+    // them (the kit's test with the app's own Jest): after the scenarios, since the kit's
+    // install lines add dev dependencies to that app.
+    const cjs = targets.find((t) => t.type !== 'module');
+    if (cjs) {
+      const t = Date.now();
+      await runSchemaCliCase({ app: cjs.app, log });
+      await runTestingKitCase({ app: cjs.app, log });
+      done.push(`${cjs.name}/schema-cli`, `${cjs.name}/testing-kit`);
+      log(
+        `${cjs.name}: schema CLI and testing kit passed in ${Math.round((Date.now() - t) / 1000)} s`,
+      );
     }
     for (const t of targets)
       log(

@@ -91,11 +91,14 @@ describe('docs/getting-started.md: the app the consumer test builds from it', ()
   it('installs the library, its peers, a publisher transport and the drivers the test runs on', () => {
     const packages = (installCommands(markdown) as string[])
       .filter((c) => c.startsWith('npm install '))
+      // `@nestjs/x@$(node -p "…")` (the app's Nest major) is one package: its version dropped
+      .map((c) => c.replace(/@\$\(node -p "[^"]*"\)/g, ''))
       .flatMap((c) => c.split(/\s+/).slice(2));
     expect(packages).toEqual(
       expect.arrayContaining([
         'nestjs-exactly-once',
         '@nestjs/typeorm',
+        '@nestjs/microservices',
         'typeorm',
         'nestjs-cls',
         '@nestjs-cls/transactional',
@@ -107,7 +110,6 @@ describe('docs/getting-started.md: the app the consumer test builds from it', ()
         'mssql',
       ]),
     );
-    expect(packages.some((p) => p.startsWith('@nestjs/microservices'))).toBe(true);
   });
 
   it("allows better-sqlite3's install script (its native build) in package.json before installing it", () => {
