@@ -51,6 +51,42 @@ export const defaultStrayWrites = (): StrayWritesPolicy =>
 /** Anything that can resolve a string from the framework's request object (Express or Fastify). */
 export type RequestResolver<TRequest = any> = (request: TRequest) => string | undefined | null;
 
+/**
+ * The kind of Nest execution context a guarded call comes from. Records are scoped by it: an HTTP
+ * key never answers an RPC request.
+ */
+export type IdempotencyContextType = 'http' | 'rpc';
+
+/**
+ * What a microservice handler (`@MessagePattern`) guarded by `@Idempotent()` is, for `keyFrom`,
+ * `tenantResolver`, `principalResolver` and `skip`: its payload, the transport's context
+ * (NatsContext, RmqContext, TcpContext, …) and the handler's pattern as the scope shows it.
+ */
+export interface IdempotentRpcRequest<TData = any, TContext = any> {
+  data: TData;
+  context: TContext;
+  pattern: string;
+}
+
+/**
+ * Resolves the tenant or the principal of a guarded call. `request` is the framework's request
+ * object for `http`, an {@link IdempotentRpcRequest} for `rpc`.
+ */
+export type ContextResolver = (
+  request: any,
+  contextType: IdempotencyContextType,
+) => string | undefined | null;
+
+/**
+ * The key of a microservice request read from its payload or its transport context, for
+ * transports without headers (TCP, Redis) or keys carried elsewhere:
+ * `keyFrom: (data) => data.requestId`. Undefined/null/'' means "no key" (400 when `required`).
+ */
+export type KeyFrom<TData = any, TContext = any> = (
+  data: TData,
+  context: TContext,
+) => string | undefined | null;
+
 /** What an `onEvent` hook is told about a guarded request. */
 export interface IdempotencyEvent<TRequest = any> {
   /**
@@ -122,6 +158,12 @@ export interface IdempotencyEndpointOptions<TRequest = any> {
    * `required`). The value is checked like a header key (1..maxKeyLength visible ASCII characters).
    */
   keyResolver?: RequestResolver<TRequest>;
+  /**
+   * Microservice handlers (`@MessagePattern`): takes the key from the payload or the transport's
+   * context instead of the transport's `headerName` header (which TCP and Redis do not have).
+   * Not read on HTTP routes (use `keyResolver` there; an HTTP route with `keyFrom` fails at boot).
+   */
+  keyFrom?: KeyFrom;
   /** A request for which this returns true runs unguarded (e.g. internal callers). */
   skip?: (request: TRequest) => boolean;
   /**
@@ -264,10 +306,13 @@ export interface IdempotencyModuleOptions extends IdempotencyEndpointOptions<any
   /** Database schema of the tables (SQL Server and PostgreSQL). */
   schema?: string;
   tables?: TableNames;
-  /** Resolves the tenant from the request. Default: none (`-`). */
-  tenantResolver?: RequestResolver;
-  /** Resolves the principal (user, API client) from the request. Default: none (`-`). */
-  principalResolver?: RequestResolver;
+  /**
+   * Resolves the tenant from the request; told the context type (`http`, `rpc`), and given an
+   * {@link IdempotentRpcRequest} for microservice handlers. Default: none (`-`).
+   */
+  tenantResolver?: ContextResolver;
+  /** Resolves the principal (user, API client) from the request, as `tenantResolver`. Default: none (`-`). */
+  principalResolver?: ContextResolver;
   /** Lock wait before a duplicate of an in-flight request answers 409, in ms. Default 100. */
   lockTimeoutMs?: number;
   /** Encrypt stored response bodies at rest with AES-256-GCM under this 32-byte key (Buffer, or base64/hex string). */
@@ -302,6 +347,7 @@ export interface ResolvedIdempotencyOptions extends Required<
     | 'inProgress'
     | 'fingerprint'
     | 'keyResolver'
+    | 'keyFrom'
     | 'skip'
     | 'statusHeader'
     | 'onEvent'
@@ -311,13 +357,14 @@ export interface ResolvedIdempotencyOptions extends Required<
   transactionConnectionName?: string;
   schema?: string;
   encryptionKey?: Buffer;
-  tenantResolver?: RequestResolver;
-  principalResolver?: RequestResolver;
+  tenantResolver?: ContextResolver;
+  principalResolver?: ContextResolver;
   logger?: LoggerService | false;
   tables: Required<TableNames>;
   inProgress: Required<InProgressPolicy>;
   fingerprint: ResolvedFingerprint;
   keyResolver?: RequestResolver;
+  keyFrom?: KeyFrom;
   skip?: (request: any) => boolean;
   /** The status header's name, or undefined when off. */
   statusHeader?: string;

@@ -1,0 +1,5 @@
+/** Nest microservices' metadata keys (read by value: `@nestjs/microservices` is an optional peer). */
+export const PATTERN_METADATA = 'microservices:pattern';
+export const PATTERN_HANDLER_METADATA = 'microservices:handler_type';
+/** `PatternHandler.EVENT` of `@nestjs/microservices`: a handler declared with `@EventPattern()`. */
+export const EVENT_HANDLER = 2;

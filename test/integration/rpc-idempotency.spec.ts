@@ -1,0 +1,200 @@
+import type { INestMicroservice } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import {
+  type ClientProxy,
+  ClientProxyFactory,
+  NatsRecordBuilder,
+  RmqRecordBuilder,
+  Transport,
+} from '@nestjs/microservices';
+import { headers as natsHeaders } from 'nats';
+import { randomUUID } from 'node:crypto';
+import { lastValueFrom } from 'rxjs';
+import type { DataSource } from 'typeorm';
+import { PROBLEM_TYPES } from '../../lib/problem-details';
+import { InboxFixtureModule } from '../fixtures/inbox/inbox-fixture.module';
+import { rpcPaymentsController, type RpcPayCommand } from '../fixtures/rpc/rpc-payments.controller';
+import {
+  createTestDatabase,
+  databaseKinds,
+  openDataSource,
+  placeholder,
+  type TestDatabase,
+} from '../support/databases';
+import { freePort } from '../support/free-port';
+
+const RABBIT_URL = process.env.RABBITMQ_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
+const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+
+type TransportName = 'nats' | 'rabbitmq' | 'tcp';
+
+/** A server and a client of one transport, and how a request carries its key. */
+interface Wire {
+  server: any;
+  client: ClientProxy;
+  /** The request as the transport sends it with `key` (a header, or in the payload for TCP). */
+  record(cmd: RpcPayCommand, key: string | undefined): unknown;
+  keyFrom?: (data: RpcPayCommand) => string | undefined;
+}
+
+async function wireOf(transport: TransportName): Promise<Wire> {
+  switch (transport) {
+    case 'nats': {
+      const queue = `rpc-test-${randomUUID()}`;
+      const options = { servers: [NATS_URL], queue };
+      return {
+        server: { transport: Transport.NATS, options },
+        client: ClientProxyFactory.create({ transport: Transport.NATS, options }),
+        record: (cmd, key) => {
+          const h = natsHeaders();
+          if (key !== undefined) h.set('Idempotency-Key', key);
+          return new NatsRecordBuilder(cmd).setHeaders(h).build();
+        },
+      };
+    }
+    case 'rabbitmq': {
+      const queue = `rpc-test-${randomUUID()}`;
+      const options = { urls: [RABBIT_URL], queue, queueOptions: { durable: false } };
+      return {
+        server: { transport: Transport.RMQ, options },
+        client: ClientProxyFactory.create({ transport: Transport.RMQ, options }),
+        record: (cmd, key) =>
+          new RmqRecordBuilder(cmd)
+            .setOptions({ headers: key === undefined ? {} : { 'Idempotency-Key': key } })
+            .build(),
+      };
+    }
+    case 'tcp': {
+      const port = await freePort();
+      const options = { host: '127.0.0.1', port };
+      return {
+        server: { transport: Transport.TCP, options },
+        client: ClientProxyFactory.create({ transport: Transport.TCP, options }),
+        record: (cmd, key) => ({ ...cmd, requestId: key }),
+        keyFrom: (data) => data.requestId,
+      };
+    }
+  }
+}
+
+const TRANSPORTS: TransportName[] = ['nats', 'rabbitmq', 'tcp'];
+
+describe.each(databaseKinds())('@Idempotent() on @MessagePattern, %s', (kind) => {
+  let db: TestDatabase;
+  let ds: DataSource;
+
+  beforeAll(async () => {
+    db = await createTestDatabase(kind);
+    ds = await openDataSource(db.url);
+  }, 300_000);
+
+  afterAll(async () => {
+    await ds?.destroy();
+    await db?.drop();
+  });
+
+  const effects = async (note: string): Promise<number> => {
+    const rows = await ds.query(
+      `SELECT id FROM inbox_effects WHERE note = ${placeholder(kind, 0)}`,
+      [note],
+    );
+    return rows.length;
+  };
+
+  describe.each(TRANSPORTS)('over %s', (transport) => {
+    const pattern = `rpc.pay.${randomUUID()}`;
+    let app: INestMicroservice;
+    let wire: Wire;
+
+    beforeAll(async () => {
+      wire = await wireOf(transport);
+      app = await NestFactory.createMicroservice(
+        InboxFixtureModule.register({
+          dbUrl: db.url,
+          controllers: [rpcPaymentsController(pattern, { keyFrom: wire.keyFrom })],
+        }),
+        { ...wire.server, logger: false },
+      );
+      await app.listen();
+      await wire.client.connect();
+    }, 300_000);
+
+    afterAll(async () => {
+      await wire?.client.close();
+      await app?.close();
+    });
+
+    const send = (cmd: RpcPayCommand, key: string | undefined) =>
+      lastValueFrom(wire.client.send(pattern, wire.record(cmd, key)));
+    /** The error a request answers (it must fail). */
+    const failure = async (cmd: RpcPayCommand, key: string | undefined): Promise<any> => {
+      try {
+        await send(cmd, key);
+      } catch (e) {
+        return e;
+      }
+      throw new Error('the request succeeded');
+    };
+
+    it('a duplicate request gets the same reply; the handler runs once', async () => {
+      const note = randomUUID();
+      const key = randomUUID();
+      const first = await send({ amount: 10, note }, key);
+      const second = await send({ amount: 10, note }, key);
+      expect(second).toEqual(first);
+      expect(first).toMatchObject({ amount: 10, id: expect.any(String) });
+      expect(await effects(note)).toBe(1);
+      // Another key is another request.
+      const other = await send({ amount: 10, note }, randomUUID());
+      expect(other.id).not.toBe(first.id);
+      expect(await effects(note)).toBe(2);
+    });
+
+    it('the key reused with other data: a 422 problem, nothing run', async () => {
+      const note = randomUUID();
+      const key = randomUUID();
+      await send({ amount: 10, note }, key);
+      const err = await failure({ amount: 11, note }, key);
+      expect(err).toMatchObject({
+        type: PROBLEM_TYPES.mismatch,
+        status: 422,
+        retryable: false,
+        title: expect.any(String),
+      });
+      expect(await effects(note)).toBe(1);
+    });
+
+    it('no key: a 400 problem naming where the key goes, nothing run', async () => {
+      const note = randomUUID();
+      const err = await failure({ amount: 10, note }, undefined);
+      expect(err).toMatchObject({ type: PROBLEM_TYPES.keyMissing, status: 400 });
+      expect(await effects(note)).toBe(0);
+      const bad = await failure({ amount: 10, note }, 'bad\u0001key');
+      expect(bad).toMatchObject({ type: PROBLEM_TYPES.keyInvalid, status: 400 });
+      expect(await effects(note)).toBe(0);
+    });
+
+    it('concurrent duplicates: one execution; the others replay it or get a retryable 409', async () => {
+      const note = randomUUID();
+      const key = randomUUID();
+      const results = await Promise.allSettled(
+        Array.from({ length: 5 }, () => send({ amount: 5, note, delayMs: 400 }, key)),
+      );
+      const replies = results.filter((r) => r.status === 'fulfilled').map((r) => r.value);
+      const errors = results.filter((r) => r.status === 'rejected').map((r) => r.reason);
+      expect(replies.length).toBeGreaterThanOrEqual(1);
+      for (const r of replies) expect(r).toEqual(replies[0]);
+      for (const e of errors)
+        expect(e).toMatchObject({
+          type: PROBLEM_TYPES.inProgress,
+          status: 409,
+          retryable: true,
+          retryAfter: expect.any(Number),
+        });
+      expect(await effects(note)).toBe(1);
+      // Once the first has committed, a retry replays it.
+      expect(await send({ amount: 5, note, delayMs: 400 }, key)).toEqual(replies[0]);
+      expect(await effects(note)).toBe(1);
+    });
+  });
+});
