@@ -7,7 +7,7 @@ import {
 } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { RpcException } from '@nestjs/microservices';
-import { defer, lastValueFrom, type Observable, throwError } from 'rxjs';
+import { defer, finalize, lastValueFrom, type Observable, throwError } from 'rxjs';
 import { IDEMPOTENCY_OPTIONS, IDEMPOTENT_METADATA } from '../idempotency.constants';
 import type {
   IdempotencyEndpointOptions,
@@ -24,6 +24,7 @@ import { invalidKey, missingKey } from '../gate/idempotency.errors';
 import { checkIdempotencyKey, parseIdempotencyKey } from '../gate/idempotency-key.parser';
 import { customFingerprint, NO_FINGERPRINT, requestFingerprint } from '../gate/request-fingerprint';
 import { buildContextScope } from '../gate/request-scope';
+import { RmqDeliveryAcknowledger } from '../inbox/rmq-delivery.acknowledger';
 import { rpcProblem } from './rpc.errors';
 import { rpcHeaderValues } from './rpc-key.reader';
 import { PATTERN_METADATA } from './rpc.constants';
@@ -46,6 +47,7 @@ export class RpcIdempotencyInterceptor implements NestInterceptor {
   constructor(
     private readonly reflector: Reflector,
     private readonly gate: CallGate,
+    private readonly acks: RmqDeliveryAcknowledger,
     @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
   ) {}
 
@@ -62,17 +64,33 @@ export class RpcIdempotencyInterceptor implements NestInterceptor {
     try {
       call = this.read(request, opts);
     } catch (e) {
-      return throwError(() => (e instanceof ProblemException ? toRpcException(e) : e));
+      const refused = e instanceof ProblemException ? toRpcException(e) : e;
+      return this.settleDelivery(
+        request,
+        throwError(() => refused),
+      );
     }
     if (!call) return next.handle();
     const guarded = call;
-    return defer(async () => {
+    const answer = defer(async () => {
       const outcome = await this.gate.run(guarded, () =>
         lastValueFrom(next.handle(), { defaultValue: undefined }),
       );
       if (outcome.kind === 'refused') throw toRpcException(outcome.error);
       return outcome.value;
     });
+    return this.settleDelivery(request, answer);
+  }
+
+  /**
+   * RabbitMQ with `noAck: false`: Nest acknowledges no request itself, so the gate does once the
+   * request is answered (its outcome committed, or nothing was): a redelivery would only run the
+   * gate again and send a second reply. A crash before the ack redelivers it: a replay.
+   */
+  private settleDelivery(request: IdempotentRpcRequest, answer: Observable<unknown>) {
+    const delivery = this.acks.manualDelivery(request.context, request.pattern, 'auto');
+    if (!delivery) return answer;
+    return answer.pipe(finalize(() => this.acks.ack(delivery, request.pattern)));
   }
 
   /** The guarded call, or undefined when there is no key and none is required. */
