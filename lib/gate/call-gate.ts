@@ -269,7 +269,10 @@ export class CallGate {
   private executed(call: GuardedCall, value: unknown): CallOutcome {
     this.emit(call, 'created', 200);
     // What the caller gets is what a replay will give: the reply as JSON.
-    return { kind: 'executed', value: value === undefined ? undefined : JSON.parse(JSON.stringify(value)) };
+    return {
+      kind: 'executed',
+      value: value === undefined ? undefined : JSON.parse(JSON.stringify(value)),
+    };
   }
 
   /** The outcome of a decision other than `reserved`. */

@@ -12,3 +12,7 @@ export const CAPTURE_TIMEOUT =
   'The response of an @Idempotent() handler was not written within 30 s; the request was rolled back.';
 export const FILE_NOT_SENT = (method: string) =>
   `res.${method}() was not run: on an @Idempotent() endpoint a file cannot be stored for replay.`;
+export const IDEMPOTENT_ON_EVENT = (where: string) =>
+  `@Idempotent() on ${where}: an @EventPattern() handler sends no reply to store. De-duplicate events with @IdempotentConsumer() (the inbox), or make it a @MessagePattern() request.`;
+export const KEY_FROM_ON_HTTP_ROUTE = (where: string) =>
+  `@Idempotent() on ${where}: keyFrom(data, context) is for microservice handlers (@MessagePattern()). On an HTTP route use keyResolver: (req) => …`;

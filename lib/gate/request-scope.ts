@@ -40,5 +40,7 @@ export function buildContextScope(
   context: 'rpc',
   subject: string,
 ): string {
-  return bounded(`${encodeURIComponent(tenant)}|${encodeURIComponent(principal)}|${context}:${subject}`);
+  return bounded(
+    `${encodeURIComponent(tenant)}|${encodeURIComponent(principal)}|${context}:${subject}`,
+  );
 }

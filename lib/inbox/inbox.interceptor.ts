@@ -1,6 +1,8 @@
 import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
 import { defer, lastValueFrom, Observable } from 'rxjs';
+import { MESSAGE_HANDLER, PATTERN_HANDLER_METADATA } from '../rpc/rpc.constants';
 import { IDEMPOTENT_CONSUMER_METADATA, INBOX_HANDLED } from './inbox.constants';
+import { replyNotStored } from './inbox.errors';
 import { consumeMessage, IdempotentConsumerDefinition } from './inbox-consumer';
 import type { ConsumedMessage } from './inbox.interfaces';
 import { InboxService } from './inbox.service';
@@ -25,12 +27,21 @@ export class InboxInterceptor implements NestInterceptor {
     );
     if (!def || context.getType() !== 'rpc') return next.handle();
     const message = this.toMessage(context);
-    return defer(() =>
-      this.consume(def, message, () =>
+    const request = Reflect.getMetadata(PATTERN_HANDLER_METADATA, handler) === MESSAGE_HANDLER;
+    return defer(async () => {
+      let ran = false;
+      const result = await this.consume(def, message, () => {
+        ran = true;
         // The handler runs inside the inbox transaction; its own wrapper sees the mark and passes through.
-        INBOX_HANDLED.run(handler, () => lastValueFrom(next.handle(), { defaultValue: undefined })),
-      ),
-    );
+        return INBOX_HANDLED.run(handler, () =>
+          lastValueFrom(next.handle(), { defaultValue: undefined }),
+        );
+      });
+      // A request (@MessagePattern) whose handler did not run has no reply to give: an error
+      // naming @Idempotent(), rather than an empty reply the caller would take for an answer.
+      if (request && !ran) throw replyNotStored(def.consumer);
+      return result;
+    });
   }
 
   /** The consumed message as extractors see it (override to add fields to `data`). */

@@ -68,3 +68,5 @@ export const RMQ_SERVER_CHANNEL_ERROR = (error: unknown) =>
 export const RMQ_CONSUME_FAILED = (queue: string, error: unknown) =>
   `RabbitMQ: the consumer on queue "${queue}" did not start (${String(error)}); ` +
   `it starts again when the connection is back, and unacknowledged deliveries are redelivered.`;
+export const REPLY_NOT_STORED = (consumer: string) =>
+  `This request was already processed (or recorded as failed) by ${consumer}; @IdempotentConsumer() stores message ids, not replies, so it cannot answer again. Guard request handlers (@MessagePattern) with @Idempotent() to replay the reply.`;

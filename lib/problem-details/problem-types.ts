@@ -15,6 +15,8 @@ export const PROBLEM_TYPES = {
   notSnapshottable: 'urn:nestjs-exactly-once:problem:response-not-snapshottable',
   responseTooLarge: 'urn:nestjs-exactly-once:problem:response-too-large',
   storedResponseUnreadable: 'urn:nestjs-exactly-once:problem:stored-response-unreadable',
+  // The inbox: a duplicate request to a @MessagePattern handler (no reply stored to replay)
+  inboxReplyNotStored: 'urn:nestjs-exactly-once:problem:inbox-reply-not-stored',
   // Every feature
   unavailable: 'urn:nestjs-exactly-once:problem:service-unavailable',
   misconfigured: 'urn:nestjs-exactly-once:problem:misconfigured',

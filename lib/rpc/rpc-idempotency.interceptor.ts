@@ -27,7 +27,7 @@ import { buildContextScope } from '../gate/request-scope';
 import { RmqDeliveryAcknowledger } from '../inbox/rmq-delivery.acknowledger';
 import { rpcProblem } from './rpc.errors';
 import { rpcHeaderValues } from './rpc-key.reader';
-import { PATTERN_METADATA } from './rpc.constants';
+import { EVENT_HANDLER, PATTERN_HANDLER_METADATA, PATTERN_METADATA } from './rpc.constants';
 
 /**
  * `@Idempotent()` on a microservice request handler (`@MessagePattern`): reads the call (the key
@@ -52,6 +52,9 @@ export class RpcIdempotencyInterceptor implements NestInterceptor {
   ) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    // An event has no reply to store: a class-wide @Idempotent() leaves it to the inbox.
+    if (Reflect.getMetadata(PATTERN_HANDLER_METADATA, context.getHandler()) === EVENT_HANDLER)
+      return next.handle();
     const opts = this.resolveOptions(context);
     const rpc = context.switchToRpc();
     const request: IdempotentRpcRequest = {
@@ -94,7 +97,10 @@ export class RpcIdempotencyInterceptor implements NestInterceptor {
   }
 
   /** The guarded call, or undefined when there is no key and none is required. */
-  private read(request: IdempotentRpcRequest, opts: ResolvedEndpointOptions): GuardedCall | undefined {
+  private read(
+    request: IdempotentRpcRequest,
+    opts: ResolvedEndpointOptions,
+  ): GuardedCall | undefined {
     const key = this.getKey(request, opts);
     if (key === undefined) return undefined;
     const scope = buildContextScope(
@@ -126,7 +132,10 @@ export class RpcIdempotencyInterceptor implements NestInterceptor {
    * `headerName` header. Undefined when there is none and none is required; a missing required
    * key or an invalid one throws a 400 problem.
    */
-  protected getKey(request: IdempotentRpcRequest, opts: ResolvedEndpointOptions): string | undefined {
+  protected getKey(
+    request: IdempotentRpcRequest,
+    opts: ResolvedEndpointOptions,
+  ): string | undefined {
     if (opts.keyFrom) {
       const value = opts.keyFrom(request.data, request.context);
       if (value === undefined || value === null || value === '') {

@@ -1,16 +1,19 @@
-import type { INestMicroservice } from '@nestjs/common';
+import { Controller, type INestMicroservice, Post } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import {
   type ClientProxy,
   ClientProxyFactory,
+  EventPattern,
   NatsRecordBuilder,
   RmqRecordBuilder,
   Transport,
 } from '@nestjs/microservices';
+import * as amqp from 'amqplib';
 import { headers as natsHeaders } from 'nats';
 import { randomUUID } from 'node:crypto';
 import { lastValueFrom } from 'rxjs';
 import type { DataSource } from 'typeorm';
+import { Idempotent } from '../../lib';
 import { PROBLEM_TYPES } from '../../lib/problem-details';
 import { InboxFixtureModule } from '../fixtures/inbox/inbox-fixture.module';
 import { rpcPaymentsController, type RpcPayCommand } from '../fixtures/rpc/rpc-payments.controller';
@@ -56,7 +59,8 @@ async function wireOf(transport: TransportName): Promise<Wire> {
       const queue = `rpc-test-${randomUUID()}`;
       const options = { urls: [RABBIT_URL], queue, queueOptions: { durable: false } };
       return {
-        server: { transport: Transport.RMQ, options },
+        // noAck: false, as the sample app: Nest acknowledges no request itself; the gate must.
+        server: { transport: Transport.RMQ, options: { ...options, noAck: false } },
         client: ClientProxyFactory.create({ transport: Transport.RMQ, options }),
         record: (cmd, key) =>
           new RmqRecordBuilder(cmd)
@@ -122,6 +126,15 @@ describe.each(databaseKinds())('@Idempotent() on @MessagePattern, %s', (kind) =>
     afterAll(async () => {
       await wire?.client.close();
       await app?.close();
+      if (transport === 'rabbitmq') {
+        // Every request was acknowledged: with the server gone, none went back to the queue.
+        const conn = await amqp.connect(RABBIT_URL);
+        const ch = await conn.createChannel();
+        const { messageCount } = await ch.checkQueue(wire.server.options.queue);
+        await ch.deleteQueue(wire.server.options.queue);
+        await conn.close();
+        expect(messageCount).toBe(0);
+      }
     });
 
     const send = (cmd: RpcPayCommand, key: string | undefined) =>
@@ -196,5 +209,45 @@ describe.each(databaseKinds())('@Idempotent() on @MessagePattern, %s', (kind) =>
       expect(await send({ amount: 5, note, delayMs: 400 }, key)).toEqual(replies[0]);
       expect(await effects(note)).toBe(1);
     });
+  });
+});
+
+describe('@Idempotent() wiring mistakes fail at boot', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase('sqlite');
+  });
+  afterAll(() => db?.drop());
+
+  const boot = async (controller: any) => {
+    const app = await NestFactory.create(
+      InboxFixtureModule.register({ dbUrl: db.url, controllers: [controller] }),
+      { logger: false, abortOnError: false },
+    );
+    try {
+      await app.init();
+    } finally {
+      await app.close();
+    }
+  };
+
+  it('on an @EventPattern handler: names @IdempotentConsumer()', async () => {
+    @Controller()
+    class Events {
+      @EventPattern('rpc.some-event')
+      @Idempotent()
+      handle() {}
+    }
+    await expect(boot(Events)).rejects.toThrow(/Events\.handle\(\).*@IdempotentConsumer\(\)/);
+  });
+
+  it('keyFrom on an HTTP route: names keyResolver', async () => {
+    @Controller('k')
+    class Routes {
+      @Post()
+      @Idempotent({ keyFrom: (d: any) => d.id })
+      create() {}
+    }
+    await expect(boot(Routes)).rejects.toThrow(/Routes\.create\(\).*keyResolver/);
   });
 });
