@@ -81,7 +81,13 @@ async function wireOf(transport: TransportName): Promise<Wire> {
   }
 }
 
-const TRANSPORTS: TransportName[] = ['nats', 'rabbitmq', 'tcp'];
+/** Transports, and the mode each runs in (leased once, over TCP: its lease path). */
+const TRANSPORTS: Array<[TransportName, 'transactional' | 'leased']> = [
+  ['nats', 'transactional'],
+  ['rabbitmq', 'transactional'],
+  ['tcp', 'transactional'],
+  ['tcp', 'leased'],
+];
 
 describe.each(databaseKinds())('@Idempotent() on @MessagePattern, %s', (kind) => {
   let db: TestDatabase;
@@ -105,7 +111,7 @@ describe.each(databaseKinds())('@Idempotent() on @MessagePattern, %s', (kind) =>
     return rows.length;
   };
 
-  describe.each(TRANSPORTS)('over %s', (transport) => {
+  describe.each(TRANSPORTS)('over %s, %s mode', (transport, mode) => {
     const pattern = `rpc.pay.${randomUUID()}`;
     let app: INestMicroservice;
     let wire: Wire;
@@ -115,7 +121,9 @@ describe.each(databaseKinds())('@Idempotent() on @MessagePattern, %s', (kind) =>
       app = await NestFactory.createMicroservice(
         InboxFixtureModule.register({
           dbUrl: db.url,
-          controllers: [rpcPaymentsController(pattern, { keyFrom: wire.keyFrom })],
+          controllers: [
+            rpcPaymentsController(pattern, { keyFrom: wire.keyFrom, mode, leaseMs: 2000 }),
+          ],
         }),
         { ...wire.server, logger: false },
       );
@@ -185,6 +193,18 @@ describe.each(databaseKinds())('@Idempotent() on @MessagePattern, %s', (kind) =>
       const bad = await failure({ amount: 10, note }, 'bad\u0001key');
       expect(bad).toMatchObject({ type: PROBLEM_TYPES.keyInvalid, status: 400 });
       expect(await effects(note)).toBe(0);
+    });
+
+    it('the handler throws: its error reaches the caller, its writes roll back, the key stays free', async () => {
+      const note = randomUUID();
+      const key = randomUUID();
+      await expect(send({ amount: 3, note, fail: true }, key)).rejects.toMatchObject({
+        message: 'declined',
+      });
+      expect(await effects(note)).toBe(0);
+      const reply = await send({ amount: 3, note }, key);
+      expect(reply).toMatchObject({ amount: 3 });
+      expect(await effects(note)).toBe(1);
     });
 
     it('concurrent duplicates: one execution; the others replay it or get a retryable 409', async () => {
