@@ -152,7 +152,12 @@ export class CallGate {
     call: GuardedCall,
     handler: () => Promise<unknown>,
   ): Promise<CallOutcome> {
-    const settled = await this.ledger.settleBeforeTransaction(call.ledger, call.opts);
+    let settled: SettledDecision | undefined;
+    try {
+      settled = await this.ledger.settleBeforeTransaction(call.ledger, call.opts);
+    } catch (e) {
+      return this.failed(call, e);
+    }
     if (settled) return this.settled(call, settled);
     let decision: LedgerDecision | undefined;
     let value: unknown;

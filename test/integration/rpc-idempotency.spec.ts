@@ -202,6 +202,12 @@ describe.each(databaseKinds())('@Idempotent() on @MessagePattern, %s', (kind) =>
         message: 'declined',
       });
       expect(await effects(note)).toBe(0);
+      // A problem thrown by the handler reaches the caller as the problem (not a crash of the filter).
+      await expect(send({ amount: 3, note, problem: true }, key)).rejects.toMatchObject({
+        type: 'urn:test:declined',
+        status: 402,
+      });
+      expect(await effects(note)).toBe(0);
       const reply = await send({ amount: 3, note }, key);
       expect(reply).toMatchObject({ amount: 3 });
       expect(await effects(note)).toBe(1);
