@@ -292,7 +292,10 @@ export class CallGate {
         this.metrics.idempotencyMismatchConflicts.add(1);
         this.log('warn', 'key-reused-with-other-request', call);
         this.emit(call, 'mismatch', call.opts.mismatchStatus);
-        return { kind: 'refused', error: keyReused(call.opts.mismatchStatus) };
+        return {
+          kind: 'refused',
+          error: keyReused(call.opts.mismatchStatus, 'pattern or payload'),
+        };
       case 'replay': {
         let value: unknown;
         try {
