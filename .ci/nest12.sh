@@ -38,9 +38,10 @@ for (const name of ["@nestjs/common", "@nestjs/core", "@nestjs/microservices", "
 npx tsc -p tsconfig.build.json
 npx jest -c test/nest12/jest.config.js --maxWorkers=1 \
   test/integration/http-contract.spec.ts \
+  test/integration/rpc-idempotency.spec.ts \
   test/integration/outbox-sample-app.spec.ts \
   test/e2e/inbox-full-flow.spec.ts \
   test/e2e/rmq-connection-loss.spec.ts \
   test/unit/rmq-connection-loss.spec.ts \
   test/unit/outbox-client-proxy.publisher.spec.ts
-echo "nest12: PASS (HTTP contract, outbox to RabbitMQ/NATS, inbox end to end, RabbitMQ connection loss on Nest 12)"
+echo "nest12: PASS (HTTP contract, @Idempotent() over NATS/RabbitMQ/TCP, outbox to RabbitMQ/NATS, inbox end to end, RabbitMQ connection loss on Nest 12)"

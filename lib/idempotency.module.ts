@@ -13,7 +13,9 @@ import { IdempotencyInterceptor } from './gate/idempotency.interceptor';
 import { ConditionalContext } from './conditional/conditional-context';
 import { ConditionalWriter } from './conditional/conditional-writer.service';
 import { ConditionalInterceptor } from './conditional/conditional.interceptor';
+import { CallGate } from './gate/call-gate';
 import { IdempotentRoutesExplorer } from './gate/idempotent-routes.explorer';
+import { RpcIdempotencyInterceptor } from './rpc/rpc-idempotency.interceptor';
 import { InboxInterceptor } from './inbox/inbox.interceptor';
 import { InboxService } from './inbox/inbox.service';
 import { IdempotencyAdminService } from './maintenance/admin.service';
@@ -84,10 +86,20 @@ const INTERNAL_PROVIDERS = [
   ProblemDetailsInstaller,
 ];
 
-/** Providers of every feature, wired once for forRoot and forRootAsync. */
-const FEATURE_PROVIDERS: Provider[] = [...PUBLIC_PROVIDERS, ...INTERNAL_PROVIDERS];
+/**
+ * Internal, yet exported from the module: the context adapters that `@Idempotent()`'s interceptor
+ * (created in the app's modules) hands non-HTTP calls to.
+ */
+const ADAPTER_PROVIDERS = [CallGate, RpcIdempotencyInterceptor];
 
-const EXPORTS = [IDEMPOTENCY_OPTIONS, ...PUBLIC_PROVIDERS];
+/** Providers of every feature, wired once for forRoot and forRootAsync. */
+const FEATURE_PROVIDERS: Provider[] = [
+  ...PUBLIC_PROVIDERS,
+  ...INTERNAL_PROVIDERS,
+  ...ADAPTER_PROVIDERS,
+];
+
+const EXPORTS = [IDEMPOTENCY_OPTIONS, ...PUBLIC_PROVIDERS, ...ADAPTER_PROVIDERS];
 
 const optionsProvider: Provider = {
   provide: IDEMPOTENCY_OPTIONS,

@@ -78,6 +78,54 @@ export interface IdempotencyRequest {
   readonly user?: any;
 }
 
+/**
+ * The kind of Nest execution context a guarded call comes from. Records are scoped by it: an HTTP
+ * key never answers an RPC request.
+ */
+export type IdempotencyContextType = 'http' | 'rpc';
+
+/**
+ * What a microservice handler (`@MessagePattern`) guarded by `@Idempotent()` is, for `keyFrom`,
+ * `tenantResolver`, `principalResolver` and `skip`: its payload, the transport's context
+ * (NatsContext, RmqContext, TcpContext, …) and the handler's pattern as the scope shows it.
+ */
+export interface IdempotentRpcRequest<TData = any, TContext = any> extends IdempotencyRequest {
+  /** `RPC`, so that a resolver written for HTTP requests reads no HTTP method. */
+  readonly method: 'RPC';
+  /** The handler's pattern. */
+  readonly url: string;
+  /** Empty: the transport's headers are in `context` (NatsContext.getHeaders(), RmqContext's message). */
+  readonly headers: IncomingHttpHeaders;
+  /** The payload (also `data`). */
+  readonly body: TData;
+  data: TData;
+  context: TContext;
+  pattern: string;
+}
+
+/**
+ * Resolves the tenant or the principal of a guarded call. `request` is the framework's request
+ * object for `http`, an {@link IdempotentRpcRequest} for `rpc` (which is an `IdempotencyRequest`
+ * too: method `RPC`, no HTTP headers, so a resolver written for HTTP reads nothing there rather
+ * than throwing). A resolver may declare the platform's request type (checked bivariantly).
+ */
+export type ContextResolver = {
+  resolve(
+    request: IdempotencyRequest,
+    contextType: IdempotencyContextType,
+  ): string | undefined | null;
+}['resolve'];
+
+/**
+ * The key of a microservice request read from its payload or its transport context, for
+ * transports without headers (TCP, Redis) or keys carried elsewhere:
+ * `keyFrom: (data) => data.requestId`. Undefined/null/'' means "no key" (400 when `required`).
+ */
+export type KeyFrom<TData = any, TContext = any> = (
+  data: TData,
+  context: TContext,
+) => string | undefined | null;
+
 /** What an `onEvent` hook is told about a guarded request. */
 export interface IdempotencyEvent<TRequest = any> {
   /**
@@ -149,6 +197,12 @@ export interface IdempotencyEndpointOptions<TRequest = any> {
    * `required`). The value is checked like a header key (1..maxKeyLength visible ASCII characters).
    */
   keyResolver?: RequestResolver<TRequest>;
+  /**
+   * Microservice handlers (`@MessagePattern`): takes the key from the payload or the transport's
+   * context instead of the transport's `headerName` header (which TCP and Redis do not have).
+   * Not read on HTTP routes (use `keyResolver` there; an HTTP route with `keyFrom` fails at boot).
+   */
+  keyFrom?: KeyFrom;
   /** A request for which this returns true runs unguarded (e.g. internal callers). */
   skip?: (request: TRequest) => boolean;
   /**
@@ -307,10 +361,13 @@ export interface IdempotencyModuleOptions extends IdempotencyEndpointOptions<any
   /** Database schema of the tables (SQL Server and PostgreSQL). */
   schema?: string;
   tables?: TableNames;
-  /** Resolves the tenant from the request. Default: none (`-`). */
-  tenantResolver?: RequestResolver<IdempotencyRequest>;
-  /** Resolves the principal (user, API client) from the request. Default: none (`-`). */
-  principalResolver?: RequestResolver<IdempotencyRequest>;
+  /**
+   * Resolves the tenant from the request; told the context type (`http`, `rpc`), and given an
+   * {@link IdempotentRpcRequest} for microservice handlers. Default: none (`-`).
+   */
+  tenantResolver?: ContextResolver;
+  /** Resolves the principal (user, API client) from the request, as `tenantResolver`. Default: none (`-`). */
+  principalResolver?: ContextResolver;
   /** Lock wait before a duplicate of an in-flight request answers 409, in ms. Default 100. */
   lockTimeoutMs?: number;
   /**
@@ -366,6 +423,7 @@ export interface ResolvedIdempotencyOptions extends Required<
     | 'inProgress'
     | 'fingerprint'
     | 'keyResolver'
+    | 'keyFrom'
     | 'skip'
     | 'statusHeader'
     | 'onEvent'
@@ -378,13 +436,14 @@ export interface ResolvedIdempotencyOptions extends Required<
   encryptionKey?: Buffer;
   /** The key ring of stored answers (from `encryption`, or `encryptionKey`); undefined: not encrypted. */
   encryption?: KeyRing;
-  tenantResolver?: RequestResolver<IdempotencyRequest>;
-  principalResolver?: RequestResolver<IdempotencyRequest>;
+  tenantResolver?: ContextResolver;
+  principalResolver?: ContextResolver;
   logger?: LoggerService | false;
   tables: Required<TableNames>;
   inProgress: Required<InProgressPolicy>;
   fingerprint: ResolvedFingerprint;
   keyResolver?: RequestResolver;
+  keyFrom?: KeyFrom;
   skip?: (request: any) => boolean;
   /** The status header's name, or undefined when off. */
   statusHeader?: string;

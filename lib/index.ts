@@ -14,6 +14,10 @@ export {
   type StrayWritesPolicy,
   type RequestResolver,
   type IdempotencyRequest,
+  type ContextResolver,
+  type IdempotencyContextType,
+  type IdempotentRpcRequest,
+  type KeyFrom,
   type IdempotencyEvent,
   type IdempotencyEndpointOptions,
   type OutboxOptions,
@@ -53,6 +57,8 @@ export { Idempotent } from './gate/idempotent.decorator';
 export { IdempotencyInterceptor } from './gate/idempotency.interceptor';
 export { IdempotencyExceptionFilter } from './gate/idempotency-exception.filter';
 export { IdempotencyContext, IdempotencyKey, deriveKey } from './gate/idempotency-context';
+// Microservice requests (@MessagePattern) under @Idempotent(): the problem an RpcException carries
+export type { RpcProblem } from './rpc/rpc.errors';
 export type { IdempotencyInfo } from './gate/idempotency-context';
 
 // problem+json answers (RFC 9457), for every feature

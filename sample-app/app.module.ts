@@ -24,6 +24,7 @@ import { CustomersController } from './customers/customers.controller';
 import { CustomersService } from './customers/customers.service';
 import { Payment } from './payments/payment.entity';
 import { PaymentsController } from './payments/payments.controller';
+import { PaymentsRpcController } from './payments/payments.rpc-controller';
 import { PaymentsService } from './payments/payments.service';
 import { LedgerEntry } from './ledger/ledger-entry.entity';
 import { LedgerModule } from './ledger/ledger.module';
@@ -125,7 +126,7 @@ export class AppModule {
         LedgerModule,
         NotificationsModule,
       ],
-      controllers: [PaymentsController, CustomersController],
+      controllers: [PaymentsController, PaymentsRpcController, CustomersController],
       providers: [PaymentsService, CustomersService],
     };
   }

@@ -92,18 +92,9 @@ export class GateAnswers {
 
   /** The problem answering a stored answer that cannot be replayed (logged at error level). */
   private unreplayable(g: GuardedRequest, e: unknown): ProblemException {
-    const fault = e instanceof StoredAnswerError ? e.fault : 'unreadable';
-    const keyId = e instanceof StoredAnswerError ? e.keyId : undefined;
-    if (fault === 'key-unknown' && keyId !== undefined) {
-      this.log('error', 'stored-response-key-unknown', g, { keyId });
-      return storedResponseKeyUnknown(keyId);
-    }
-    if (fault === 'plaintext') {
-      this.log('error', 'stored-response-not-encrypted', g);
-      return storedResponseNotEncrypted();
-    }
-    this.log('error', 'stored-response-unreadable', g, { error: errorText(e) });
-    return storedResponseUnreadable();
+    const u = unreplayableAnswer(e);
+    this.log('error', u.event, g, u.fields);
+    return u.error;
   }
 
   /**
@@ -203,3 +194,30 @@ export class GateAnswers {
 }
 
 export const errorText = (e: unknown): string => (e instanceof Error ? e.message : String(e));
+
+/**
+ * Why a stored answer cannot be replayed, for every context's gate: sealed under a key id no
+ * longer in the ring, plaintext while keys are set, or unreadable (altered, moved, not ours).
+ * Such a call is never run again: the caller gets the problem, the log its event at error level.
+ */
+export function unreplayableAnswer(e: unknown): {
+  event: string;
+  fields?: Record<string, unknown>;
+  error: ProblemException;
+} {
+  const fault = e instanceof StoredAnswerError ? e.fault : 'unreadable';
+  const keyId = e instanceof StoredAnswerError ? e.keyId : undefined;
+  if (fault === 'key-unknown' && keyId !== undefined)
+    return {
+      event: 'stored-response-key-unknown',
+      fields: { keyId },
+      error: storedResponseKeyUnknown(keyId),
+    };
+  if (fault === 'plaintext')
+    return { event: 'stored-response-not-encrypted', error: storedResponseNotEncrypted() };
+  return {
+    event: 'stored-response-unreadable',
+    fields: { error: errorText(e) },
+    error: storedResponseUnreadable(),
+  };
+}

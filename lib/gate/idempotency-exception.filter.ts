@@ -1,4 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter } from '@nestjs/common';
+import { throwError } from 'rxjs';
+import { rpcProblem } from '../rpc/rpc.errors';
 import { REPLAYED_HEADER } from '../idempotency.constants';
 import { requestPath, sendRaw } from '../internal/http-platform';
 import { ProblemException, sendProblem } from '../problem-details';
@@ -49,7 +51,11 @@ export function sendReplay(res: any, s: ResponseSnapshot, h?: ReplayHeaders): vo
  */
 @Catch(ReplayResponse, ProblemException)
 export class IdempotencyExceptionFilter implements ExceptionFilter {
-  catch(exception: ReplayResponse | ProblemException, host: ArgumentsHost): void {
+  catch(exception: ReplayResponse | ProblemException, host: ArgumentsHost): unknown {
+    // A microservice handler under @Idempotent() that throws a problem itself (the RPC adapter
+    // turns its own into RpcException): the caller gets the problem, as an RPC error.
+    if (host.getType() === 'rpc' && exception instanceof ProblemException)
+      return throwError(() => rpcProblem(exception));
     const http = host.switchToHttp();
     const res = http.getResponse();
     if (exception instanceof ReplayResponse) sendReplay(res, exception.snapshot, exception.headers);

@@ -30,12 +30,12 @@ export const inProgress = (retryAfterSeconds: number) =>
     { 'Retry-After': String(retryAfterSeconds) },
   );
 
-export const keyReused = (status: 409 | 422) =>
+export const keyReused = (status: 409 | 422, parts = 'method, route, query, headers or body') =>
   problem(
     status,
     PROBLEM_TYPES.mismatch,
     'Idempotency-Key reused',
-    'This Idempotency-Key was already used with a different request (method, route, query, headers or body). Use a new key for a new request.',
+    `This Idempotency-Key was already used with a different request (${parts}). Use a new key for a new request.`,
   );
 
 export const leaseLost = () =>

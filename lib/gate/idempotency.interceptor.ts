@@ -212,12 +212,12 @@ export class IdempotencyInterceptor implements NestInterceptor {
 
   /** Tenant of the request (override to read it elsewhere). */
   protected getTenant(req: any): string {
-    return this.options.tenantResolver?.(req) ?? '-';
+    return this.options.tenantResolver?.(req, 'http') ?? '-';
   }
 
   /** Principal of the request (override to read it elsewhere). */
   protected getPrincipal(req: any): string {
-    return this.options.principalResolver?.(req) ?? '-';
+    return this.options.principalResolver?.(req, 'http') ?? '-';
   }
 
   /**

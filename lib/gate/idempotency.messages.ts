@@ -20,3 +20,8 @@ export const STORED_RESPONSE_NOT_ENCRYPTED =
 
 export const NOT_SNAPSHOTTABLE_FIX =
   'An @Idempotent() endpoint must answer with a value the gate can store (JSON, text, a Buffer): read the stream into a Buffer first, or take @Idempotent() off a route that streams. The client got 500 response-not-snapshottable and nothing was committed.';
+
+export const IDEMPOTENT_ON_EVENT = (where: string) =>
+  `@Idempotent() on ${where}: an @EventPattern() handler sends no reply to store. De-duplicate events with @IdempotentConsumer() (the inbox), or make it a @MessagePattern() request.`;
+export const KEY_FROM_ON_HTTP_ROUTE = (where: string) =>
+  `@Idempotent() on ${where}: keyFrom(data, context) is for microservice handlers (@MessagePattern()). On an HTTP route use keyResolver: (req) => …`;

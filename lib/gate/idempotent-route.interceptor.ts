@@ -7,11 +7,13 @@ import {
 } from '@nestjs/common';
 import type { Observable } from 'rxjs';
 import { IdempotencyMisconfiguredError } from '../persistence/database-misconfigured';
+import { RpcIdempotencyInterceptor } from '../rpc/rpc-idempotency.interceptor';
 import { IdempotencyInterceptor } from './idempotency.interceptor';
 import { IDEMPOTENT_WITHOUT_MODULE } from './idempotency.messages';
 
 /**
- * What `@Idempotent()` puts on a route: hands each request to the gate of IdempotencyModule.
+ * What `@Idempotent()` puts on a handler: hands each call to the gate of IdempotencyModule for
+ * its context (HTTP routes to the HTTP gate, microservice requests to the RPC adapter).
  * Nest creates it in the controller's module when the app is created; without IdempotencyModule
  * imported, it fails there with a message naming the fix, rather than Nest's generic "can't
  * resolve dependencies of the IdempotencyInterceptor".
@@ -20,13 +22,21 @@ import { IDEMPOTENT_WITHOUT_MODULE } from './idempotency.messages';
 @Injectable()
 export class IdempotentRouteInterceptor implements NestInterceptor {
   private readonly gate: IdempotencyInterceptor;
+  private readonly rpc: RpcIdempotencyInterceptor;
 
-  constructor(@Optional() gate?: IdempotencyInterceptor) {
-    if (!gate) throw new IdempotencyMisconfiguredError(IDEMPOTENT_WITHOUT_MODULE);
+  constructor(
+    @Optional() gate?: IdempotencyInterceptor,
+    @Optional() rpc?: RpcIdempotencyInterceptor,
+  ) {
+    if (!gate || !rpc) throw new IdempotencyMisconfiguredError(IDEMPOTENT_WITHOUT_MODULE);
     this.gate = gate;
+    this.rpc = rpc;
   }
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    return this.gate.intercept(context, next);
+    const type = context.getType();
+    if (type === 'http') return this.gate.intercept(context, next);
+    if (type === 'rpc') return this.rpc.intercept(context, next);
+    return next.handle();
   }
 }

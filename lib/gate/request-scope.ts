@@ -13,14 +13,34 @@ export function buildScope(
   method: string,
   route: string,
 ): string {
-  const scope = `${encodeURIComponent(tenant)}|${encodeURIComponent(principal)}|${method.toUpperCase()} ${route}`;
-  return scope.length <= MAX_SCOPE_LENGTH
+  return bounded(
+    `${encodeURIComponent(tenant)}|${encodeURIComponent(principal)}|${method.toUpperCase()} ${route}`,
+  );
+}
+
+const bounded = (scope: string): string =>
+  scope.length <= MAX_SCOPE_LENGTH
     ? scope
     : `sha256:${createHash('sha256').update(scope).digest('hex')}`;
-}
 
 /** `METHOD /route` of a scope built by buildScope (for log lines), or the scope when hashed. */
 export function routeOfScope(scope: string): string {
   const parts = scope.split('|');
   return parts.length < 3 ? scope : parts.slice(2).join('|');
+}
+
+/**
+ * The scope of a call from a context other than HTTP: tenant + principal + `<context>:<subject>`
+ * (`rpc:payments.create`). An HTTP scope's third part is `METHOD route`, and an HTTP method
+ * cannot contain `:`, so no HTTP request shares a scope (and a record) with another context.
+ */
+export function buildContextScope(
+  tenant: string,
+  principal: string,
+  context: 'rpc',
+  subject: string,
+): string {
+  return bounded(
+    `${encodeURIComponent(tenant)}|${encodeURIComponent(principal)}|${context}:${subject}`,
+  );
 }

@@ -1,4 +1,7 @@
-import { MESSAGE_FAILED, MESSAGE_ID_MISSING } from './inbox.messages';
+import type { RpcException } from '@nestjs/microservices';
+import { problem, PROBLEM_TYPES } from '../problem-details';
+import { rpcProblem } from '../rpc/rpc.errors';
+import { MESSAGE_FAILED, MESSAGE_ID_MISSING, REPLY_NOT_STORED } from './inbox.messages';
 
 /** A consumed message has no id: it is refused rather than processed without de-duplication. */
 export class InboxMessageIdMissingError extends Error {
@@ -27,4 +30,27 @@ export class InboxMessageFailedError extends Error {
   ) {
     super(MESSAGE_FAILED(consumer, messageId, attempts, lastError));
   }
+}
+
+/**
+ * What a duplicate request to an `@IdempotentConsumer()` `@MessagePattern` handler gets: a 409
+ * problem (not retryable) as RpcException; the inbox has no reply to replay.
+ */
+export function replyNotStored(consumer: string): RpcException {
+  const { RpcException: Rpc } =
+    require('@nestjs/microservices') as typeof import('@nestjs/microservices');
+  return new Rpc(
+    rpcProblem(
+      problem(
+        409,
+        PROBLEM_TYPES.inboxReplyNotStored,
+        'Reply not stored',
+        REPLY_NOT_STORED(consumer),
+        undefined,
+        {
+          retryable: false,
+        },
+      ),
+    ),
+  );
 }

@@ -1,6 +1,8 @@
 import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
 import { defer, lastValueFrom, Observable } from 'rxjs';
+import { MESSAGE_HANDLER, PATTERN_HANDLER_METADATA } from '../rpc/rpc.constants';
 import { IDEMPOTENT_CONSUMER_METADATA, INBOX_HANDLED } from './inbox.constants';
+import { replyNotStored } from './inbox.errors';
 import { consumeMessage, IdempotentConsumerDefinition } from './inbox-consumer';
 import type { ConsumedMessage } from './inbox.interfaces';
 import { InboxService } from './inbox.service';
@@ -32,19 +34,27 @@ export class InboxInterceptor implements NestInterceptor {
     );
     if (!def || context.getType() !== 'rpc') return next.handle();
     const message = this.toMessage(context);
-    return defer(() =>
-      this.consume(
+    const request = Reflect.getMetadata(PATTERN_HANDLER_METADATA, handler) === MESSAGE_HANDLER;
+    return defer(async () => {
+      let ran = false;
+      const result = await this.consume(
         def,
         message,
         // The handler runs inside the inbox transaction; its own wrapper sees the mark and passes
         // through. Each call runs the handler anew (an in-place retry calls it again).
-        () =>
-          INBOX_HANDLED.run(handler, () =>
+        () => {
+          ran = true;
+          return INBOX_HANDLED.run(handler, () =>
             lastValueFrom(next.handle(), { defaultValue: undefined }),
-          ),
+          );
+        },
         handlerKindOf(handler),
-      ),
-    );
+      );
+      // A request (@MessagePattern) whose handler did not run has no reply to give: an error
+      // naming @Idempotent(), rather than an empty reply the caller would take for an answer.
+      if (request && !ran) throw replyNotStored(def.consumer);
+      return result;
+    });
   }
 
   /** The consumed message as extractors see it (override to add fields to `data`). */

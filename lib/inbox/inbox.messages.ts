@@ -71,3 +71,6 @@ export const RMQ_CONSUME_FAILED = (queue: string, error: unknown) =>
 
 export const BACKOFF_INVALID = (base: unknown, max: unknown) =>
   `Inbox: backoffBaseMs must be a number >= 0 and backoffMaxMs a number >= backoffBaseMs, got ${String(base)} and ${String(max)}.`;
+
+export const REPLY_NOT_STORED = (consumer: string) =>
+  `This request was already processed (or recorded as failed) by ${consumer}; @IdempotentConsumer() stores message ids, not replies, so it cannot answer again. Guard request handlers (@MessagePattern) with @Idempotent() to replay the reply.`;

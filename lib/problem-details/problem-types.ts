@@ -17,6 +17,8 @@ export const PROBLEM_TYPES = {
   storedResponseUnreadable: 'urn:nestjs-exactly-once:problem:stored-response-unreadable',
   storedResponseKeyUnknown: 'urn:nestjs-exactly-once:problem:stored-response-key-unknown',
   storedResponseNotEncrypted: 'urn:nestjs-exactly-once:problem:stored-response-not-encrypted',
+  // The inbox: a duplicate request to a @MessagePattern handler (no reply stored to replay)
+  inboxReplyNotStored: 'urn:nestjs-exactly-once:problem:inbox-reply-not-stored',
   // Every feature
   unavailable: 'urn:nestjs-exactly-once:problem:service-unavailable',
   misconfigured: 'urn:nestjs-exactly-once:problem:misconfigured',

@@ -16,7 +16,7 @@ import { PaymentsService } from './payments.service';
 import type { Payment } from './payment.entity';
 
 /** JSON shape of a payment. */
-function toJson(p: Payment) {
+export function toJson(p: Payment) {
   return {
     id: p.id,
     amount: p.amount,

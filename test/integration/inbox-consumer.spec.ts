@@ -13,6 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { lastValueFrom } from 'rxjs';
 import type { DataSource } from 'typeorm';
 import { InboxMessageIdMissingError, InboxService } from '../../lib';
+import { PROBLEM_TYPES } from '../../lib/problem-details';
 import {
   DeliveryLog,
   type EffectCommand,
@@ -323,14 +324,23 @@ describe.each(databaseKinds())('@IdempotentConsumer on %s', (kind) => {
       );
     };
 
-    it('answers 5 concurrent requests carrying one message id with one handler run', async () => {
+    it('answers 5 concurrent requests carrying one message id with one handler run (the duplicates: a 409 problem naming @Idempotent(), no empty reply)', async () => {
       const id = randomUUID();
       const note = `nats-${id}`;
-      const answers = await Promise.all(
+      const settled = await Promise.allSettled(
         Array.from({ length: 5 }, () => send({ note, delayMs: 200 }, id)),
       );
-      expect(answers.filter((a) => a === `ran:${note}`)).toHaveLength(1);
-      expect(answers.filter((a) => a === undefined || a === null)).toHaveLength(4);
+      const answers = settled.filter((a) => a.status === 'fulfilled').map((a) => a.value);
+      const errors = settled.filter((a) => a.status === 'rejected').map((a) => a.reason);
+      expect(answers).toEqual([`ran:${note}`]);
+      expect(errors).toHaveLength(4);
+      for (const e of errors)
+        expect(e).toMatchObject({
+          type: PROBLEM_TYPES.inboxReplyNotStored,
+          status: 409,
+          retryable: false,
+          detail: expect.stringContaining('@Idempotent()'),
+        });
       expect(DeliveryLog.deliveries.get(id)).toBe(5);
       expect(await effects('NatsEffectConsumer.handle', note)).toBe(1);
     });

@@ -1,4 +1,4 @@
-import { buildScope, MAX_SCOPE_LENGTH } from '../../lib/gate/request-scope';
+import { buildContextScope, buildScope, MAX_SCOPE_LENGTH } from '../../lib/gate/request-scope';
 
 describe('buildScope', () => {
   it('scopes by tenant, principal, method and route template', () => {
@@ -33,5 +33,24 @@ describe('buildScope', () => {
     expect(long('a').length).toBeLessThanOrEqual(MAX_SCOPE_LENGTH);
     expect(long('a')).not.toBe(long('b'));
     expect(long('a')).toBe(long('a'));
+  });
+});
+
+describe('buildContextScope', () => {
+  it('an RPC scope is never an HTTP scope, whatever the method, route or pattern', () => {
+    const rpc = buildContextScope('acme', '-', 'rpc', 'payments.create');
+    expect(rpc).toBe('acme|-|rpc:payments.create');
+    // The third part of an HTTP scope is `METHOD route`; an HTTP method has no ':'.
+    for (const [method, route] of [
+      ['RPC', ':payments.create'],
+      ['rpc:payments.create', ''],
+      ['POST', '/payments.create'],
+    ])
+      expect(buildScope('acme', '-', method, route)).not.toBe(rpc);
+    // The pattern keeps its case (patterns are case-sensitive).
+    expect(buildContextScope('acme', '-', 'rpc', 'Payments.Create')).not.toBe(rpc);
+    expect(buildContextScope('a|b', 'c', 'rpc', 'p')).not.toBe(
+      buildContextScope('a', 'b|c', 'rpc', 'p'),
+    );
   });
 });

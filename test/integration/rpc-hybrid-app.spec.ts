@@ -1,0 +1,127 @@
+import { Body, Controller, type INestApplication, Post } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import {
+  type ClientProxy,
+  ClientProxyFactory,
+  MessagePattern,
+  Payload,
+  Transport,
+} from '@nestjs/microservices';
+import { randomUUID } from 'node:crypto';
+import { lastValueFrom } from 'rxjs';
+import type { DataSource } from 'typeorm';
+import { Idempotent, type IdempotencyContextType } from '../../lib';
+import { EffectsWriter, InboxFixtureModule } from '../fixtures/inbox/inbox-fixture.module';
+import {
+  createTestDatabase,
+  databaseKinds,
+  openDataSource,
+  placeholder,
+  type TestDatabase,
+} from '../support/databases';
+import { freePort } from '../support/free-port';
+
+/** What the tenant resolver was told, per context type. */
+const TOLD: Array<[IdempotencyContextType, unknown]> = [];
+
+@Controller('orders')
+class OrdersController {
+  constructor(private readonly effects: EffectsWriter) {}
+
+  @Post()
+  @Idempotent()
+  async http(@Body() body: { note: string }) {
+    await this.effects.record('http', '-', body.note);
+    return { via: 'http', id: randomUUID() };
+  }
+
+  @MessagePattern('hybrid.orders.create')
+  @Idempotent({ keyFrom: (data: { key: string }) => data.key })
+  async rpc(@Payload() data: { note: string; key: string }) {
+    await this.effects.record('rpc', '-', data.note);
+    return { via: 'rpc', id: randomUUID() };
+  }
+}
+
+/**
+ * One process, one IdempotencyModule, HTTP and a TCP microservice (a hybrid app): each context
+ * keeps its own records, so one key used over HTTP and over RPC is two requests, each replayed in
+ * its own context; the tenant resolver is told which context asks.
+ */
+describe.each(databaseKinds())('hybrid app (HTTP + RPC), %s', (kind) => {
+  let db: TestDatabase;
+  let ds: DataSource;
+  let app: INestApplication;
+  let client: ClientProxy;
+  let url: string;
+
+  beforeAll(async () => {
+    db = await createTestDatabase(kind);
+    const port = await freePort();
+    app = await NestFactory.create(
+      InboxFixtureModule.register({
+        dbUrl: db.url,
+        controllers: [OrdersController],
+        idempotency: {
+          tenantResolver: (req: any, type: IdempotencyContextType) => {
+            TOLD.push([type, type === 'rpc' ? req.pattern : req.method]);
+            return 'acme';
+          },
+        },
+      }),
+      { logger: false },
+    );
+    app.connectMicroservice({ transport: Transport.TCP, options: { host: '127.0.0.1', port } });
+    await app.startAllMicroservices();
+    await app.listen(0, '127.0.0.1');
+    url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
+    client = ClientProxyFactory.create({
+      transport: Transport.TCP,
+      options: { host: '127.0.0.1', port },
+    });
+    await client.connect();
+    ds = await openDataSource(db.url);
+  }, 300_000);
+
+  afterAll(async () => {
+    client?.close();
+    await app?.close();
+    await ds?.destroy();
+    await db?.drop();
+  });
+
+  const effects = async (note: string): Promise<number> =>
+    (await ds.query(`SELECT id FROM inbox_effects WHERE note = ${placeholder(kind, 0)}`, [note]))
+      .length;
+
+  it('one key over HTTP and over RPC: two requests, each replayed in its own context', async () => {
+    const key = randomUUID();
+    const note = randomUUID();
+    const post = async () => {
+      const r = await fetch(`${url}/orders`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'idempotency-key': key },
+        body: JSON.stringify({ note }),
+      });
+      expect(r.status).toBe(201);
+      return { body: await r.json(), replayed: r.headers.get('idempotency-replayed') };
+    };
+    const send = () => lastValueFrom(client.send('hybrid.orders.create', { note, key }));
+    const h1 = await post();
+    const r1 = await send();
+    expect(r1).toMatchObject({ via: 'rpc' });
+    expect(h1.body).toMatchObject({ via: 'http' });
+    const h2 = await post();
+    const r2 = await send();
+    expect(h2.body).toEqual(h1.body);
+    expect(h2.replayed).toBe('true');
+    expect(r2).toEqual(r1);
+    expect(await effects(note)).toBe(2);
+    expect(TOLD).toEqual(
+      expect.arrayContaining([
+        ['http', 'POST'],
+        ['rpc', 'hybrid.orders.create'],
+      ]),
+    );
+  });
+});

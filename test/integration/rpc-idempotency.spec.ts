@@ -1,0 +1,279 @@
+import { Controller, type INestMicroservice, Post } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import {
+  type ClientProxy,
+  ClientProxyFactory,
+  EventPattern,
+  NatsRecordBuilder,
+  RmqRecordBuilder,
+  Transport,
+} from '@nestjs/microservices';
+import * as amqp from 'amqplib';
+import { headers as natsHeaders } from 'nats';
+import { randomUUID } from 'node:crypto';
+import { lastValueFrom } from 'rxjs';
+import type { DataSource } from 'typeorm';
+import { Idempotent } from '../../lib';
+import { PROBLEM_TYPES } from '../../lib/problem-details';
+import { InboxFixtureModule } from '../fixtures/inbox/inbox-fixture.module';
+import { rpcPaymentsController, type RpcPayCommand } from '../fixtures/rpc/rpc-payments.controller';
+import {
+  createTestDatabase,
+  databaseKinds,
+  openDataSource,
+  placeholder,
+  type TestDatabase,
+} from '../support/databases';
+import { freePort } from '../support/free-port';
+
+const RABBIT_URL = process.env.RABBITMQ_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
+const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+
+type TransportName = 'nats' | 'rabbitmq' | 'tcp';
+
+/** A server and a client of one transport, and how a request carries its key. */
+interface Wire {
+  server: any;
+  client: ClientProxy;
+  /** The request as the transport sends it with `key` (a header, or in the payload for TCP). */
+  record(cmd: RpcPayCommand, key: string | undefined): unknown;
+  keyFrom?: (data: RpcPayCommand) => string | undefined;
+}
+
+async function wireOf(transport: TransportName): Promise<Wire> {
+  switch (transport) {
+    case 'nats': {
+      const queue = `rpc-test-${randomUUID()}`;
+      const options = { servers: [NATS_URL], queue };
+      return {
+        server: { transport: Transport.NATS, options },
+        client: ClientProxyFactory.create({ transport: Transport.NATS, options }),
+        record: (cmd, key) => {
+          const h = natsHeaders();
+          if (key !== undefined) h.set('Idempotency-Key', key);
+          return new NatsRecordBuilder(cmd).setHeaders(h).build();
+        },
+      };
+    }
+    case 'rabbitmq': {
+      const queue = `rpc-test-${randomUUID()}`;
+      const options = { urls: [RABBIT_URL], queue, queueOptions: { durable: false } };
+      return {
+        // noAck: false, as the sample app: Nest acknowledges no request itself; the gate must.
+        server: { transport: Transport.RMQ, options: { ...options, noAck: false } },
+        client: ClientProxyFactory.create({ transport: Transport.RMQ, options }),
+        record: (cmd, key) =>
+          new RmqRecordBuilder(cmd)
+            .setOptions({ headers: key === undefined ? {} : { 'Idempotency-Key': key } })
+            .build(),
+      };
+    }
+    case 'tcp': {
+      const port = await freePort();
+      const options = { host: '127.0.0.1', port };
+      return {
+        server: { transport: Transport.TCP, options },
+        client: ClientProxyFactory.create({ transport: Transport.TCP, options }),
+        record: (cmd, key) => ({ ...cmd, requestId: key }),
+        keyFrom: (data) => data.requestId,
+      };
+    }
+  }
+}
+
+/** Transports, and the mode each runs in (leased once, over TCP: its lease path). */
+const TRANSPORTS: Array<[TransportName, 'transactional' | 'leased']> = [
+  ['nats', 'transactional'],
+  ['rabbitmq', 'transactional'],
+  ['tcp', 'transactional'],
+  ['tcp', 'leased'],
+];
+
+describe.each(databaseKinds())('@Idempotent() on @MessagePattern, %s', (kind) => {
+  let db: TestDatabase;
+  let ds: DataSource;
+
+  beforeAll(async () => {
+    db = await createTestDatabase(kind);
+    ds = await openDataSource(db.url);
+  }, 300_000);
+
+  afterAll(async () => {
+    await ds?.destroy();
+    await db?.drop();
+  });
+
+  const effects = async (note: string): Promise<number> => {
+    const rows = await ds.query(
+      `SELECT id FROM inbox_effects WHERE note = ${placeholder(kind, 0)}`,
+      [note],
+    );
+    return rows.length;
+  };
+
+  describe.each(TRANSPORTS)('over %s, %s mode', (transport, mode) => {
+    const pattern = `rpc.pay.${randomUUID()}`;
+    let app: INestMicroservice;
+    let wire: Wire;
+
+    beforeAll(async () => {
+      wire = await wireOf(transport);
+      app = await NestFactory.createMicroservice(
+        InboxFixtureModule.register({
+          dbUrl: db.url,
+          controllers: [
+            rpcPaymentsController(pattern, { keyFrom: wire.keyFrom, mode, leaseMs: 2000 }),
+          ],
+        }),
+        { ...wire.server, logger: false },
+      );
+      await app.listen();
+      await wire.client.connect();
+    }, 300_000);
+
+    afterAll(async () => {
+      await wire?.client.close();
+      await app?.close();
+      if (transport === 'rabbitmq') {
+        // Every request was acknowledged: with the server gone, none went back to the queue.
+        const conn = await amqp.connect(RABBIT_URL);
+        const ch = await conn.createChannel();
+        const { messageCount } = await ch.checkQueue(wire.server.options.queue);
+        await ch.deleteQueue(wire.server.options.queue);
+        await conn.close();
+        expect(messageCount).toBe(0);
+      }
+    });
+
+    const send = (cmd: RpcPayCommand, key: string | undefined) =>
+      lastValueFrom(wire.client.send(pattern, wire.record(cmd, key)));
+    /** The error a request answers (it must fail). */
+    const failure = async (cmd: RpcPayCommand, key: string | undefined): Promise<any> => {
+      try {
+        await send(cmd, key);
+      } catch (e) {
+        return e;
+      }
+      throw new Error('the request succeeded');
+    };
+
+    it('a duplicate request gets the same reply; the handler runs once', async () => {
+      const note = randomUUID();
+      const key = randomUUID();
+      const first = await send({ amount: 10, note }, key);
+      const second = await send({ amount: 10, note }, key);
+      expect(second).toEqual(first);
+      expect(first).toMatchObject({ amount: 10, id: expect.any(String) });
+      expect(await effects(note)).toBe(1);
+      // Another key is another request.
+      const other = await send({ amount: 10, note }, randomUUID());
+      expect(other.id).not.toBe(first.id);
+      expect(await effects(note)).toBe(2);
+    });
+
+    it('the key reused with other data: a 422 problem, nothing run', async () => {
+      const note = randomUUID();
+      const key = randomUUID();
+      await send({ amount: 10, note }, key);
+      const err = await failure({ amount: 11, note }, key);
+      expect(err).toMatchObject({
+        type: PROBLEM_TYPES.mismatch,
+        status: 422,
+        retryable: false,
+        title: expect.any(String),
+      });
+      expect(await effects(note)).toBe(1);
+    });
+
+    it('no key: a 400 problem naming where the key goes, nothing run', async () => {
+      const note = randomUUID();
+      const err = await failure({ amount: 10, note }, undefined);
+      expect(err).toMatchObject({ type: PROBLEM_TYPES.keyMissing, status: 400 });
+      expect(await effects(note)).toBe(0);
+      const bad = await failure({ amount: 10, note }, 'bad\u0001key');
+      expect(bad).toMatchObject({ type: PROBLEM_TYPES.keyInvalid, status: 400 });
+      expect(await effects(note)).toBe(0);
+    });
+
+    it('the handler throws: its error reaches the caller, its writes roll back, the key stays free', async () => {
+      const note = randomUUID();
+      const key = randomUUID();
+      await expect(send({ amount: 3, note, fail: true }, key)).rejects.toMatchObject({
+        message: 'declined',
+      });
+      expect(await effects(note)).toBe(0);
+      // A problem thrown by the handler reaches the caller as the problem (not a crash of the filter).
+      await expect(send({ amount: 3, note, problem: true }, key)).rejects.toMatchObject({
+        type: 'urn:test:declined',
+        status: 402,
+      });
+      expect(await effects(note)).toBe(0);
+      const reply = await send({ amount: 3, note }, key);
+      expect(reply).toMatchObject({ amount: 3 });
+      expect(await effects(note)).toBe(1);
+    });
+
+    it('concurrent duplicates: one execution; the others replay it or get a retryable 409', async () => {
+      const note = randomUUID();
+      const key = randomUUID();
+      const results = await Promise.allSettled(
+        Array.from({ length: 5 }, () => send({ amount: 5, note, delayMs: 400 }, key)),
+      );
+      const replies = results.filter((r) => r.status === 'fulfilled').map((r) => r.value);
+      const errors = results.filter((r) => r.status === 'rejected').map((r) => r.reason);
+      expect(replies.length).toBeGreaterThanOrEqual(1);
+      for (const r of replies) expect(r).toEqual(replies[0]);
+      for (const e of errors)
+        expect(e).toMatchObject({
+          type: PROBLEM_TYPES.inProgress,
+          status: 409,
+          retryable: true,
+          retryAfter: expect.any(Number),
+        });
+      expect(await effects(note)).toBe(1);
+      // Once the first has committed, a retry replays it.
+      expect(await send({ amount: 5, note, delayMs: 400 }, key)).toEqual(replies[0]);
+      expect(await effects(note)).toBe(1);
+    });
+  });
+});
+
+describe('@Idempotent() wiring mistakes fail at boot', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase('sqlite');
+  });
+  afterAll(() => db?.drop());
+
+  const boot = async (controller: any) => {
+    const app = await NestFactory.create(
+      InboxFixtureModule.register({ dbUrl: db.url, controllers: [controller] }),
+      { logger: false, abortOnError: false },
+    );
+    try {
+      await app.init();
+    } finally {
+      await app.close();
+    }
+  };
+
+  it('on an @EventPattern handler: names @IdempotentConsumer()', async () => {
+    @Controller()
+    class Events {
+      @EventPattern('rpc.some-event')
+      @Idempotent()
+      handle() {}
+    }
+    await expect(boot(Events)).rejects.toThrow(/Events\.handle\(\).*@IdempotentConsumer\(\)/);
+  });
+
+  it('keyFrom on an HTTP route: names keyResolver', async () => {
+    @Controller('k')
+    class Routes {
+      @Post()
+      @Idempotent({ keyFrom: (d: any) => d.id })
+      create() {}
+    }
+    await expect(boot(Routes)).rejects.toThrow(/Routes\.create\(\).*keyResolver/);
+  });
+});
