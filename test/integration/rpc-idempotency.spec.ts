@@ -277,3 +277,96 @@ describe('@Idempotent() wiring mistakes fail at boot', () => {
     await expect(boot(Routes)).rejects.toThrow(/Routes\.create\(\).*keyResolver/);
   });
 });
+
+describe.each(databaseKinds())('@Idempotent() on @MessagePattern with a key ring, %s', (kind) => {
+  let db: TestDatabase;
+  let ds: DataSource;
+  const pattern = `rpc.pay.sealed.${randomUUID()}`;
+  const ring = (...ids: string[]) => ({
+    keys: ids.map((id) => ({ id, key: Buffer.alloc(32, id.charCodeAt(1)) })),
+  });
+
+  beforeAll(async () => {
+    db = await createTestDatabase(kind);
+    ds = await openDataSource(db.url);
+  }, 300_000);
+
+  afterAll(async () => {
+    await ds?.destroy();
+    await db?.drop();
+  });
+
+  /** A TCP server guarding `pattern` under `encryption`, and a client; closed by `stop()`. */
+  const serve = async (encryption: ReturnType<typeof ring>) => {
+    const wire = await wireOf('tcp');
+    const app = await NestFactory.createMicroservice(
+      InboxFixtureModule.register({
+        dbUrl: db.url,
+        idempotency: { encryption },
+        controllers: [rpcPaymentsController(pattern, { keyFrom: wire.keyFrom })],
+      }),
+      { ...wire.server, logger: false },
+    );
+    await app.listen();
+    await wire.client.connect();
+    return {
+      send: (cmd: RpcPayCommand, key: string) =>
+        lastValueFrom(wire.client.send(pattern, wire.record(cmd, key))),
+      stop: async () => {
+        await wire.client.close();
+        await app.close();
+      },
+    };
+  };
+
+  it('the stored reply is sealed (no plaintext at rest), replayed under the ring, refused once its key id is gone', async () => {
+    const note = `sealed-${randomUUID()}`;
+    const key = randomUUID();
+    const k1 = await serve(ring('k1'));
+    let first: any;
+    try {
+      first = await k1.send({ amount: 7, note }, key);
+      expect(await k1.send({ amount: 7, note }, key)).toEqual(first);
+    } finally {
+      await k1.stop();
+    }
+    // Neither the reply's payment id nor its note is in the stored record's bytes.
+    const rows = await ds.query(
+      `SELECT response_body AS body, response_headers AS headers FROM idempotency_records`,
+    );
+    const stored = rows
+      .map((r: any) => `${Buffer.from(r.body ?? '').toString('latin1')} ${r.headers ?? ''}`)
+      .join('\n');
+    expect(rows.length).toBeGreaterThan(0);
+    expect(stored).not.toContain(note);
+    expect(stored).not.toContain(first.id);
+
+    // k2 first, k1 still in the ring: the k1 reply is replayed.
+    const both = await serve(ring('k2', 'k1'));
+    try {
+      expect(await both.send({ amount: 7, note }, key)).toEqual(first);
+    } finally {
+      await both.stop();
+    }
+    // k1 gone: the retry is refused with a problem naming k1, and the handler does not run again.
+    const k2 = await serve(ring('k2'));
+    try {
+      const e: any = await k2.send({ amount: 7, note }, key).then(
+        () => undefined,
+        (err) => err,
+      );
+      expect(e).toMatchObject({
+        type: PROBLEM_TYPES.storedResponseKeyUnknown,
+        status: 500,
+      });
+      expect(JSON.stringify(e)).toContain('k1');
+    } finally {
+      await k2.stop();
+    }
+    const effects = await ds.query(
+      `SELECT id FROM inbox_effects WHERE note = ${placeholder(kind, 0)}`,
+      [note],
+    );
+    expect(effects.length).toBe(1);
+  });
+});
