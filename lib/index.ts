@@ -75,6 +75,16 @@ export type {
   ServiceBusMessageLike,
   ServiceBusMessageBatchLike,
 } from './outbox/publishers/service-bus.publisher';
+export {
+  KafkaPublisher,
+  isKafkaUnavailableError,
+} from './outbox/publishers/kafka.publisher';
+export type {
+  KafkaPublisherOptions,
+  KafkaClientLike,
+  KafkaProducerLike,
+  KafkaRecord,
+} from './outbox/publishers/kafka.publisher';
 export { FunctionPublisher } from './outbox/publishers/function.publisher';
 export type { OutboxRow, OutboxStatus } from './persistence/dialects';
 

@@ -18,6 +18,8 @@ export const NO_PUBLISHER =
   '(e.g. new ClientProxyPublisher(client)); or set outbox.relayEnabled: false in processes that only write.';
 export const MISSING_PACKAGE = (pkg: string, what: string) =>
   `${what} needs the optional package "${pkg}": npm install ${pkg}`;
+export const KAFKA_OPTIONS_INVALID = (reason: string) =>
+  `KafkaPublisher: ${reason} (new KafkaPublisher({ brokers: ['host:9092'], topic: 'orders' }))`;
 export const UNREADABLE_PAYLOAD = (reason: string) =>
   `the stored payload or headers are not valid JSON: ${reason}`;
 export const OUTBOX_WITHOUT_PUBLISHER = (users: string[]) =>

@@ -2,7 +2,9 @@ import type { INestApplication } from '@nestjs/common';
 import { EventEmitter2 } from '@nestjs/event-emitter';
 import { type MicroserviceOptions, Transport } from '@nestjs/microservices';
 import type { BrokerConfig } from './broker.config';
+import { Partitioners } from 'kafkajs';
 import { EmbeddedTransport } from './embedded.transport';
+import { KafkaTopicServer } from './kafka.transport';
 import { BROKER_CONFIG } from './messaging.constants';
 
 /**
@@ -11,7 +13,9 @@ import { BROKER_CONFIG } from './messaging.constants';
  * - embedded: EmbeddedTransport on the app's EventEmitter2;
  * - RabbitMQ: the durable queue BROKER_QUEUE, `noAck: false` (`@IdempotentConsumer()` acks each
  *   delivery after its transaction commits; a crash before the ack means redelivery);
- * - NATS: the event subjects, in queue group BROKER_QUEUE (one instance gets each message).
+ * - NATS: the event subjects, in queue group BROKER_QUEUE (one instance gets each message);
+ * - Kafka: the topic BROKER_QUEUE in consumer group BROKER_GROUP (one instance per partition;
+ *   another service reads every message with a group of its own), see kafka.transport.ts.
  */
 export async function connectMessaging(app: INestApplication): Promise<void> {
   const config = app.get<BrokerConfig>(BROKER_CONFIG);
@@ -36,5 +40,18 @@ function microserviceOptions(app: INestApplication, config: BrokerConfig): Micro
       };
     case 'nats':
       return { transport: Transport.NATS, options: { servers: [config.url], queue: config.queue } };
+    case 'kafka':
+      return {
+        strategy: new KafkaTopicServer(config.queue, {
+          client: { clientId: 'sample-app', brokers: config.brokers },
+          consumer: { groupId: config.group },
+          postfixId: '',
+          // The server's reply producer: the Java client's partitioner (silences kafkajs' v2 notice).
+          producer: { createPartitioner: Partitioners.DefaultPartitioner },
+          subscribe: { fromBeginning: true },
+          // Partitions in parallel, each in order.
+          run: { partitionsConsumedConcurrently: 4 },
+        }),
+      };
   }
 }
