@@ -75,10 +75,7 @@ export type {
   ServiceBusMessageLike,
   ServiceBusMessageBatchLike,
 } from './outbox/publishers/service-bus.publisher';
-export {
-  KafkaPublisher,
-  isKafkaUnavailableError,
-} from './outbox/publishers/kafka.publisher';
+export { KafkaPublisher, isKafkaUnavailableError } from './outbox/publishers/kafka.publisher';
 export type {
   KafkaPublisherOptions,
   KafkaClientLike,

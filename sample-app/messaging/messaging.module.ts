@@ -10,7 +10,12 @@ import {
 } from '@nestjs/common';
 import { EventEmitter2, EventEmitterModule } from '@nestjs/event-emitter';
 import { ClientOptions, ClientProxy, ClientProxyFactory, Transport } from '@nestjs/microservices';
-import { ClientProxyPublisher, FunctionPublisher, KafkaPublisher, OutboxPublisher } from '../../lib';
+import {
+  ClientProxyPublisher,
+  FunctionPublisher,
+  KafkaPublisher,
+  OutboxPublisher,
+} from '../../lib';
 import { BrokerConfig, brokerConfigFromEnv } from './broker.config';
 import { BROKER_CLIENT, BROKER_CONFIG } from './messaging.constants';
 
