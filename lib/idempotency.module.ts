@@ -29,6 +29,7 @@ import { OutboxWakeSignal } from './outbox/outbox-wake.signal';
 import { ConditionalStore } from './conditional/conditional.store';
 import { InboxStore } from './inbox/inbox.store';
 import { RmqDeliveryAcknowledger } from './inbox/rmq-delivery.acknowledger';
+import { KafkaOffsetCommitter } from './inbox/kafka-offset.committer';
 import { RmqServerWatcher } from './inbox/rmq-server.watcher';
 import { MaintenanceStore } from './maintenance/maintenance.store';
 import { OutboxStore } from './outbox/outbox.store';
@@ -72,6 +73,7 @@ const INTERNAL_PROVIDERS = [
   OutboxStore,
   InboxStore,
   RmqDeliveryAcknowledger,
+  KafkaOffsetCommitter,
   RmqServerWatcher,
   MaintenanceStore,
   ConditionalStore,

@@ -46,7 +46,9 @@ export function messageIdOf(def: IdempotentConsumerDefinition, message: Consumed
  * Runs one consumed message through the inbox: extract the id, process, and settle a RabbitMQ
  * delivery that needs a manual ack (see RmqDeliveryAcknowledger): ack once the outcome
  * committed (processed, duplicate, recorded failed), requeue after a failed attempt, dead-letter
- * what can never succeed (no message id; recorded failed under `onMaxAttempts: 'rethrow'`).
+ * what can never succeed (no message id; recorded failed under `onMaxAttempts: 'rethrow'`); on
+ * Kafka under `autoCommit: false`, commit the record's offset once the outcome committed (see
+ * KafkaOffsetCommitter).
  * Resolves with the handler's result, or undefined when the handler did not run.
  * @internal
  */
@@ -58,6 +60,7 @@ export async function consumeMessage(
 ): Promise<unknown> {
   const acks = inbox.acknowledger;
   const delivery = acks.manualDelivery(message.context, def.consumer, def.options.acknowledge);
+  const record = inbox.kafkaOffsets?.manualRecord(message.context, def.options.acknowledge);
   // The consumer's span continues the message's trace (observability/inbox.tracing.ts).
   const traced = traceConsume(def.consumer, (name) => messageHeader(message, name), {
     system: messagingSystemOf(message.context),
@@ -91,6 +94,7 @@ export async function consumeMessage(
     throw e;
   }
   if (delivery) acks.ack(delivery, def.consumer);
+  if (record) await inbox.kafkaOffsets!.commit(record, def.consumer);
   traced.settled(
     outcome.status,
     outcome.duplicate,

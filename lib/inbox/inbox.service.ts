@@ -1,4 +1,4 @@
-import { Inject, Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, OnModuleDestroy, OnModuleInit, Optional } from '@nestjs/common';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { InboxOptions, ResolvedIdempotencyOptions } from '../idempotency.options';
 import { LibraryLogger } from '../observability/library-logger';
@@ -14,6 +14,7 @@ import { stripUndefined } from '../internal/strip-undefined';
 import { InboxMessageFailedError } from './inbox.errors';
 import { InboxStore } from './inbox.store';
 import { RmqDeliveryAcknowledger } from './rmq-delivery.acknowledger';
+import { KafkaOffsetCommitter } from './kafka-offset.committer';
 import type { InboxProcessOptions, InboxResult } from './inbox.interfaces';
 import {
   CLAIM_RETRIES_EXHAUSTED,
@@ -67,6 +68,8 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
     protected readonly store: InboxStore,
     /** Settles RabbitMQ deliveries for `@IdempotentConsumer()` handlers. @internal */
     readonly acknowledger: RmqDeliveryAcknowledger,
+    /** Commits Kafka offsets for `@IdempotentConsumer()` handlers under `autoCommit: false`. @internal */
+    @Optional() readonly kafkaOffsets?: KafkaOffsetCommitter,
   ) {}
 
   onModuleInit(): void {

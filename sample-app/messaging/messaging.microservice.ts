@@ -52,8 +52,13 @@ function microserviceOptions(app: INestApplication, config: BrokerConfig): Micro
               .DefaultPartitioner,
           },
           subscribe: { fromBeginning: true },
-          // Partitions in parallel, each in order.
-          run: { partitionsConsumedConcurrently: 4 },
+          // Partitions in parallel, each in order. Offsets: committed by @IdempotentConsumer()
+          // once each record's inbox transaction committed; KAFKA_AUTO_COMMIT=true leaves it to
+          // kafkajs, which commits a record once its handler resolved (after the commit too).
+          run: {
+            partitionsConsumedConcurrently: 4,
+            autoCommit: process.env.KAFKA_AUTO_COMMIT === 'true',
+          },
         }),
       };
   }

@@ -9,7 +9,13 @@ import {
 import { eventually } from '../support/eventually';
 import { type AppProcess, spawnSampleApp } from '../support/sample-app';
 import { BASE_ENV, exited, faultDbUrl } from '../faults/support/fault-cluster';
-import { createTopic, deleteTopic, recordsIn, uniqueName } from './support/kafka-cluster';
+import {
+  committedBy,
+  createTopic,
+  deleteTopic,
+  recordsIn,
+  uniqueName,
+} from './support/kafka-cluster';
 import {
   deadOutbox,
   ledgerDuplicates,
@@ -109,26 +115,37 @@ describe.each(kinds)('Kafka: relay and consumer SIGKILLed (%s)', (kind) => {
     }
   });
 
-  it('consumer SIGKILLed mid-batch: the batch is redelivered, the inbox skips what was applied', async () => {
-    const topic = uniqueName('payments-consumer-crash');
-    await createTopic(topic, 3);
-    try {
-      const payments = await writePayments(topic);
-      // Its relay publishes the 30 messages at once; its ledger (150 ms an entry) fetches them
-      // in batches of several records and dies on its 12th entry: entries of the batches in
-      // progress committed in the database, their offsets not committed in Kafka.
-      const victim = await spawn(topic, {
-        EO_TEST_FAULTS: 'ledger.in-handler@12',
-        LEDGER_DEMO_DELAY_MS: '150',
-      });
-      await exited(victim);
-      expect(victim.output()).toContain('fault point ledger.in-handler reached');
-      const survivor = await spawn(topic);
-      await settled(survivor.url, payments);
-      // Records the victim had applied were delivered again and skipped by the inbox.
-      expect(await ledgerDuplicates(survivor.url)).toBeGreaterThan(0);
-    } finally {
-      await deleteTopic(topic);
-    }
-  });
+  it.each([
+    ['the inbox commits each offset (autoCommit: false)', 'false'],
+    ['kafkajs autoCommit', 'true'],
+  ])(
+    'consumer SIGKILLed mid-batch, %s: redelivered, the inbox skips what was applied',
+    async (_, autoCommit) => {
+      const topic = uniqueName('payments-consumer-crash');
+      await createTopic(topic, 3);
+      try {
+        const payments = await writePayments(topic);
+        // Its relay publishes the 30 messages at once; its ledger (150 ms an entry) fetches them
+        // in batches of several records and dies on its 12th entry: entries of the batches in
+        // progress committed in the database, their offsets not committed in Kafka.
+        const victim = await spawn(topic, {
+          EO_TEST_FAULTS: 'ledger.in-handler@12',
+          LEDGER_DEMO_DELAY_MS: '150',
+          KAFKA_AUTO_COMMIT: autoCommit,
+        });
+        await exited(victim);
+        expect(victim.output()).toContain('fault point ledger.in-handler reached');
+        // Without kafkajs' autoCommit, the inbox committed the offset of each record it settled.
+        if (autoCommit === 'false') expect(await committedBy(topic, topic)).toBeGreaterThan(0);
+        const survivor = await spawn(topic, { KAFKA_AUTO_COMMIT: autoCommit });
+        await settled(survivor.url, payments);
+        // Under autoCommit, kafkajs commits at the end of a batch: records the victim had applied
+        // in its unfinished batches were delivered again and skipped by the inbox. (Under the
+        // inbox's own commits only the record in flight comes again, and it had rolled back.)
+        if (autoCommit === 'true') expect(await ledgerDuplicates(survivor.url)).toBeGreaterThan(0);
+      } finally {
+        await deleteTopic(topic);
+      }
+    },
+  );
 });

@@ -120,3 +120,15 @@ export async function recordsIn(topic: string): Promise<number> {
     await admin.disconnect();
   }
 }
+
+/** Records of the topic a consumer group has committed (the sum of its committed offsets). */
+export async function committedBy(groupId: string, topic: string): Promise<number> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const [t] = await admin.fetchOffsets({ groupId, topics: [topic] });
+    return (t?.partitions ?? []).reduce((n, p) => n + Math.max(0, Number(p.offset)), 0);
+  } finally {
+    await admin.disconnect();
+  }
+}
