@@ -75,7 +75,11 @@ export type {
   ServiceBusMessageLike,
   ServiceBusMessageBatchLike,
 } from './outbox/publishers/service-bus.publisher';
-export { KafkaPublisher, isKafkaUnavailableError } from './outbox/publishers/kafka.publisher';
+export {
+  KafkaPublisher,
+  KafkaBatchInFlightError,
+  isKafkaUnavailableError,
+} from './outbox/publishers/kafka.publisher';
 export type {
   KafkaPublisherOptions,
   KafkaClientLike,

@@ -42,7 +42,12 @@ function microserviceOptions(app: INestApplication, config: BrokerConfig): Micro
     case 'kafka':
       return {
         strategy: new KafkaTopicServer(config.queue, {
-          client: { clientId: 'sample-app', brokers: config.brokers },
+          // Reconnects within 5 s of the cluster's return (kafkajs' default backs off to 30 s).
+          client: {
+            clientId: 'sample-app',
+            brokers: config.brokers,
+            retry: { maxRetryTime: 5_000 },
+          },
           // A consumer that died is replaced after 10 s (kafkajs' default: 30 s).
           consumer: { groupId: config.group, sessionTimeout: 10_000, heartbeatInterval: 1_000 },
           postfixId: '',

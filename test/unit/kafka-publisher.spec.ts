@@ -4,7 +4,7 @@ import {
   KafkaJSNumberOfRetriesExceeded,
   KafkaJSProtocolError,
 } from 'kafkajs';
-import { isKafkaUnavailableError, KafkaPublisher } from '../../lib';
+import { isKafkaUnavailableError, KafkaBatchInFlightError, KafkaPublisher } from '../../lib';
 import type { KafkaClientLike, KafkaProducerLike, OutboxMessage } from '../../lib';
 
 const retries = { retryCount: 5, retryTime: 1000 };
@@ -41,9 +41,13 @@ function fakeKafka(send: KafkaProducerLike['sendBatch'] = async () => []) {
 }
 
 describe('KafkaPublisher', () => {
-  it('creates an idempotent producer (one request in flight) whatever the producer settings say', () => {
+  it('creates an idempotent producer (one request in flight) whatever the producer settings say', async () => {
     const { kafka, configs } = fakeKafka();
-    new KafkaPublisher({ kafka, producer: { idempotent: false, maxInFlightRequests: 10 } });
+    const p = new KafkaPublisher({
+      kafka,
+      producer: { idempotent: false, maxInFlightRequests: 10 },
+    });
+    await p.publish(message('a'));
     expect(configs[0]).toMatchObject({ idempotent: true, maxInFlightRequests: 1 });
   });
 
@@ -163,5 +167,39 @@ describe('isKafkaUnavailableError', () => {
     const tooLarge = protocolError('MESSAGE_TOO_LARGE', 10);
     expect(isKafkaUnavailableError(tooLarge)).toBe(false);
     expect(isKafkaUnavailableError(new KafkaJSNonRetriableError(tooLarge))).toBe(false);
+  });
+});
+
+describe('KafkaPublisher with a batch still unacknowledged', () => {
+  it('refuses the next batch at once (nothing queued behind it) and takes batches again once it settled', async () => {
+    let release!: () => void;
+    const { kafka, producer } = fakeKafka(
+      () => new Promise<unknown>((resolve) => (release = () => resolve([]))),
+    );
+    const p = new KafkaPublisher({ kafka, topic: 't' });
+    const first = p.publishBatch([message('a')]);
+    await new Promise((r) => setImmediate(r));
+    const [refused] = await p.publishBatch([message('b')]);
+    expect(refused).toBeInstanceOf(KafkaBatchInFlightError);
+    expect(isKafkaUnavailableError(refused)).toBe(true);
+    expect(producer.sendBatch).toHaveBeenCalledTimes(1);
+    release();
+    expect(await first).toEqual([undefined]);
+    producer.sendBatch.mockImplementation(async () => []);
+    expect(await p.publishBatch([message('b')])).toEqual([undefined]);
+  });
+});
+
+describe('KafkaPublisher after a failed send', () => {
+  it('sends the next batch with a new producer (a new producer id, sequence numbers from 0)', async () => {
+    const { kafka, producer, configs } = fakeKafka();
+    producer.sendBatch.mockRejectedValueOnce(new KafkaJSConnectionError('lost'));
+    const p = new KafkaPublisher({ kafka, topic: 't' });
+    expect((await p.publishBatch([message('a')]))[0]).toBeInstanceOf(KafkaJSConnectionError);
+    expect(producer.disconnect).toHaveBeenCalledTimes(1);
+    expect(await p.publishBatch([message('a')])).toEqual([undefined]);
+    expect(configs).toHaveLength(2);
+    expect(await p.publishBatch([message('b')])).toEqual([undefined]);
+    expect(configs).toHaveLength(2);
   });
 });

@@ -1,7 +1,7 @@
 import type { OnApplicationShutdown } from '@nestjs/common';
 import type { OutboxMessage } from '../outbox-message.interface';
 import type { OutboxPublisher } from '../outbox-publisher.interface';
-import { KAFKA_OPTIONS_INVALID, MISSING_PACKAGE } from '../outbox.messages';
+import { KAFKA_BATCH_IN_FLIGHT, KAFKA_OPTIONS_INVALID, MISSING_PACKAGE } from '../outbox.messages';
 
 /** The part of a kafkajs `Producer` this publisher uses. */
 export interface KafkaProducerLike {
@@ -69,8 +69,20 @@ function loadKafkaJs(): KafkaJs {
   }
 }
 
-/** Errors (by kafkajs class name) that say a broker or the cluster could not be reached. */
+/**
+ * A batch the publisher did not send because the previous one is still waiting for Kafka's
+ * acknowledgement (the relay gave up waiting for it: the cluster is slow or unreachable).
+ */
+export class KafkaBatchInFlightError extends Error {
+  override readonly name = 'KafkaBatchInFlightError';
+  constructor() {
+    super(KAFKA_BATCH_IN_FLIGHT);
+  }
+}
+
+/** Errors (by class name) that say a broker or the cluster could not be reached. */
 const UNAVAILABLE_ERRORS = new Set([
+  'KafkaBatchInFlightError',
   'KafkaJSConnectionError',
   'KafkaJSConnectionClosedError',
   'KafkaJSRequestTimeoutError',
@@ -135,14 +147,25 @@ export function isKafkaUnavailableError(error: unknown): boolean {
  *   leader broker. Its outcome is the batch's: when one partition's write fails, the relay
  *   retries the whole batch (messages already written arrive twice; the inbox skips them).
  *
+ * A producer whose send or connect failed is dropped and the next batch gets a new one (a new
+ * producer id): kafkajs would otherwise number the next batch as if the failed one had not been
+ * written, and the broker could drop it as a duplicate of a batch it did write.
+ *
+ * One `sendBatch` at a time: while one waits for its acknowledgement (the relay's
+ * `publishTimeoutMs` may have given up on it during an outage), a new batch is refused at once
+ * with `KafkaBatchInFlightError` instead of queueing behind it, so an outage piles up no stale
+ * batches to send when the cluster is back; the relay retries it after its backoff.
+ *
  * Connects on the first publish (and again after a failed connect); closes on application
  * shutdown, after the relay stopped. {@link isKafkaUnavailableError} tells its outage errors.
  */
 export class KafkaPublisher implements OutboxPublisher, OnApplicationShutdown {
   /** OpenTelemetry's `messaging.system` of the relay's spans. */
   readonly messagingSystem = 'kafka';
-  private readonly producer: KafkaProducerLike;
+  private readonly createProducer: () => KafkaProducerLike;
+  private producer?: KafkaProducerLike;
   private connecting?: Promise<void>;
+  private inFlight = false;
   private closed = false;
 
   constructor(private readonly options: KafkaPublisherOptions) {
@@ -159,13 +182,14 @@ export class KafkaPublisher implements OutboxPublisher, OnApplicationShutdown {
         clientId: options.clientId ?? 'outbox-relay',
         brokers: options.brokers,
       });
-    this.producer = kafka.producer({
-      // The Java client's murmur2 partitioner: a key lands where Java producers put it.
-      createPartitioner: kafkajs.Partitioners.DefaultPartitioner,
-      ...options.producer,
-      idempotent: true,
-      maxInFlightRequests: 1,
-    });
+    this.createProducer = () =>
+      kafka.producer({
+        // The Java client's murmur2 partitioner: a key lands where Java producers put it.
+        createPartitioner: kafkajs.Partitioners.DefaultPartitioner,
+        ...options.producer,
+        idempotent: true,
+        maxInFlightRequests: 1,
+      });
   }
 
   async publish(message: OutboxMessage): Promise<void> {
@@ -188,16 +212,25 @@ export class KafkaPublisher implements OutboxPublisher, OnApplicationShutdown {
       }
     });
     if (topics.size === 0) return outcomes;
+    if (this.inFlight) {
+      const busy = new KafkaBatchInFlightError();
+      return outcomes.map((o) => o ?? busy);
+    }
+    this.inFlight = true;
+    let producer: KafkaProducerLike | undefined;
     try {
-      await this.connect();
-      await this.producer.sendBatch({
+      producer = await this.connect();
+      await producer.sendBatch({
         topicMessages: [...topics].map(([topic, records]) => ({ topic, messages: records })),
         acks: -1,
         timeout: this.options.ackTimeoutMs ?? 30_000,
       });
     } catch (e) {
+      this.retire(producer);
       const error = e instanceof Error ? e : new Error(String(e));
       return outcomes.map((o) => o ?? error);
+    } finally {
+      this.inFlight = false;
     }
     return outcomes;
   }
@@ -211,10 +244,12 @@ export class KafkaPublisher implements OutboxPublisher, OnApplicationShutdown {
     if (this.closed) return;
     this.closed = true;
     const connecting = this.connecting;
+    const producer = this.producer;
     this.connecting = undefined;
-    if (!connecting) return;
+    this.producer = undefined;
+    if (!connecting || !producer) return;
     await connecting.catch(() => undefined);
-    await this.producer.disconnect();
+    await producer.disconnect();
   }
 
   /** The topic of a message (see `topic`). */
@@ -236,16 +271,37 @@ export class KafkaPublisher implements OutboxPublisher, OnApplicationShutdown {
     };
   }
 
-  private connect(): Promise<void> {
-    if (this.closed) return Promise.reject(new Error('KafkaPublisher is closed'));
-    if (!this.connecting) {
-      const connecting = this.producer.connect();
-      this.connecting = connecting;
-      connecting.catch(() => {
-        if (this.connecting === connecting) this.connecting = undefined;
-      });
+  /** The connected producer (a new one after a failure). */
+  private async connect(): Promise<KafkaProducerLike> {
+    if (this.closed) throw new Error('KafkaPublisher is closed');
+    if (!this.producer || !this.connecting) {
+      this.producer = this.createProducer();
+      this.connecting = this.producer.connect();
     }
-    return this.connecting;
+    const producer = this.producer;
+    try {
+      await this.connecting;
+    } catch (e) {
+      this.retire(producer);
+      throw e;
+    }
+    return producer;
+  }
+
+  /**
+   * Drops a producer after a failed send or connect: the next batch gets a new producer id.
+   * kafkajs advances an idempotent producer's sequence numbers only on success, so after a
+   * batch the cluster wrote but did not acknowledge (a timeout, a lost connection, a leader
+   * change), the next batch would reuse its sequence numbers and the broker would take it for a
+   * retry of that one and drop it as a duplicate: seen on the 3-node cluster after a whole-
+   * cluster restart (OUT_OF_ORDER_SEQUENCE_NUMBER, then acknowledged batches that were never
+   * written).
+   */
+  private retire(producer: KafkaProducerLike | undefined): void {
+    if (!producer || this.producer !== producer) return;
+    this.producer = undefined;
+    this.connecting = undefined;
+    producer.disconnect().catch(() => undefined);
   }
 }
 
