@@ -85,7 +85,12 @@ describe.each(kinds)('Kafka: brokers killed mid-stream (%s)', (kind) => {
       250,
     );
     // Everything was published (acknowledged by the cluster), nothing given up.
-    await eventually('an empty outbox', async () => (await pendingOutbox(ds)) === 0, 30_000, 250);
+    await eventually(
+      'an empty outbox',
+      async () => (await pendingOutbox(ds, { kind, ids: payments })) === 0,
+      30_000,
+      250,
+    );
     expect(await deadOutbox(ds)).toBe(0);
     for (const id of payments) {
       const entries = await ledgerOf(url, id);

@@ -8,12 +8,13 @@ import {
 } from '../support/databases';
 import { eventually } from '../support/eventually';
 import { type AppProcess, spawnSampleApp } from '../support/sample-app';
-import { BASE_ENV, exited, faultDbUrl } from '../faults/support/fault-cluster';
+import { BASE_ENV, faultDbUrl } from '../faults/support/fault-cluster';
 import {
   committedBy,
   createTopic,
   deleteTopic,
   recordsIn,
+  spawnVictim,
   uniqueName,
 } from './support/kafka-cluster';
 import {
@@ -37,7 +38,7 @@ const PAYMENTS = 30;
 describe.each(kinds)('Kafka: relay and consumer SIGKILLed (%s)', (kind) => {
   let db: TestDatabase;
   let ds: DataSource;
-  const apps: AppProcess[] = [];
+  const apps: Array<Pick<AppProcess, 'kill'>> = [];
 
   beforeAll(async () => {
     db = await createTestDatabase(kind);
@@ -54,17 +55,30 @@ describe.each(kinds)('Kafka: relay and consumer SIGKILLed (%s)', (kind) => {
     await db?.drop();
   });
 
+  const envOf = (topic: string, env: Record<string, string>) => ({
+    ...BASE_ENV,
+    DB_URL: faultDbUrl(db.url),
+    BROKER_URL: 'kafka://127.0.0.1:9092',
+    BROKER_QUEUE: topic,
+    ...env,
+  });
   const spawn = async (topic: string, env: Record<string, string> = {}) => {
-    const app = await spawnSampleApp({
-      ...BASE_ENV,
-      DB_URL: faultDbUrl(db.url),
-      BROKER_URL: 'kafka://127.0.0.1:9092',
-      BROKER_QUEUE: topic,
-      ...env,
-    });
+    const app = await spawnSampleApp(envOf(topic, env));
     apps.push(app);
     return app;
   };
+  /** A process armed with a crash point: resolves with its output once it died. */
+  const victim = (topic: string, env: Record<string, string>) => {
+    const v = spawnVictim(envOf(topic, env));
+    apps.push({
+      kill: async () => {
+        if (v.child.exitCode === null && v.child.signalCode === null) v.child.kill('SIGKILL');
+        await v.exited;
+      },
+    });
+    return v.exited;
+  };
+  const pending = (payments: string[]) => pendingOutbox(ds, { kind, ids: payments });
 
   const settled = async (url: string, payments: string[]) => {
     await eventually(
@@ -76,7 +90,7 @@ describe.each(kinds)('Kafka: relay and consumer SIGKILLed (%s)', (kind) => {
       60_000,
       250,
     );
-    await eventually('an empty outbox', async () => (await pendingOutbox(ds)) === 0, 30_000, 250);
+    await eventually('an empty outbox', async () => (await pending(payments)) === 0, 30_000, 250);
     expect(await deadOutbox(ds)).toBe(0);
     for (const id of payments) expect(await ledgerOf(url, id)).toHaveLength(1);
   };
@@ -91,7 +105,7 @@ describe.each(kinds)('Kafka: relay and consumer SIGKILLed (%s)', (kind) => {
     const payments: string[] = [];
     for (let i = 0; i < PAYMENTS; i++) payments.push(await payTwice(writer.url, customerId));
     await writer.kill('SIGTERM');
-    expect(await pendingOutbox(ds)).toBe(PAYMENTS);
+    expect(await pending(payments)).toBe(PAYMENTS);
     return payments;
   };
 
@@ -101,11 +115,10 @@ describe.each(kinds)('Kafka: relay and consumer SIGKILLed (%s)', (kind) => {
     try {
       const payments = await writePayments(topic);
       // Its relay publishes the 30 messages, Kafka acknowledges, and it dies before marking them.
-      const victim = await spawn(topic, { EO_TEST_FAULTS: 'relay-after-publish@1' });
-      await exited(victim);
-      expect(victim.output()).toContain('fault point relay-after-publish reached');
+      const output = await victim(topic, { EO_TEST_FAULTS: 'relay-after-publish@1' });
+      expect(output).toContain('fault point relay-after-publish reached');
       expect(await recordsIn(topic)).toBeGreaterThan(0);
-      expect(await pendingOutbox(ds)).toBe(PAYMENTS);
+      expect(await pending(payments)).toBe(PAYMENTS);
       // Another process's relay publishes them again once the lease lapsed.
       const survivor = await spawn(topic);
       await settled(survivor.url, payments);
@@ -128,13 +141,12 @@ describe.each(kinds)('Kafka: relay and consumer SIGKILLed (%s)', (kind) => {
         // Its relay publishes the 30 messages at once; its ledger (150 ms an entry) fetches them
         // in batches of several records and dies on its 12th entry: entries of the batches in
         // progress committed in the database, their offsets not committed in Kafka.
-        const victim = await spawn(topic, {
+        const output = await victim(topic, {
           EO_TEST_FAULTS: 'ledger.in-handler@12',
           LEDGER_DEMO_DELAY_MS: '150',
           KAFKA_AUTO_COMMIT: autoCommit,
         });
-        await exited(victim);
-        expect(victim.output()).toContain('fault point ledger.in-handler reached');
+        expect(output).toContain('fault point ledger.in-handler reached');
         // Without kafkajs' autoCommit, the inbox committed the offset of each record it settled.
         if (autoCommit === 'false') expect(await committedBy(topic, topic)).toBeGreaterThan(0);
         const survivor = await spawn(topic, { KAFKA_AUTO_COMMIT: autoCommit });

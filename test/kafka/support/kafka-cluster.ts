@@ -1,8 +1,9 @@
-import { execFile } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
+import { faultPreload } from '../../support/fault-preload';
 
 /**
  * The 3-node Kafka cluster of the Kafka suite, started by .ci/kafka.sh (or by hand) with
@@ -131,4 +132,26 @@ export async function committedBy(groupId: string, topic: string): Promise<numbe
   } finally {
     await admin.disconnect();
   }
+}
+
+/**
+ * A sample-app process armed with a crash point (EO_TEST_FAULTS), not waited for: it may reach
+ * its point while it boots (a relay publishes the pending rows at once). Resolves with its
+ * output once it has exited.
+ */
+export function spawnVictim(env: Record<string, string>): {
+  child: ChildProcess;
+  exited: Promise<string>;
+} {
+  const main = join(__dirname, '..', '..', '..', 'dist', 'sample-app', 'main.js');
+  const full = { ...process.env, LOG_LEVEL: 'warn', LOG_FORMAT: 'json', ...env };
+  const child = spawn(process.execPath, [...faultPreload(full), main], {
+    env: { ...full, PORT: '0', HOST: '127.0.0.1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  const exited = new Promise<string>((resolve) => child.once('exit', () => resolve(out)));
+  return { child, exited };
 }

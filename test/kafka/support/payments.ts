@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
+import { placeholder, type TestDatabaseKind } from '../../support/databases';
 
 /** POST /payments with an idempotency key; resolves with the status and the body. */
 export async function pay(
@@ -43,9 +44,21 @@ export async function ledgerOf(url: string, paymentId: string): Promise<any[]> {
   return (await r.json()) as any[];
 }
 
-/** Outbox rows not yet published (pending) of the app's database. */
-export async function pendingOutbox(ds: DataSource): Promise<number> {
-  const rows = await ds.query(`SELECT COUNT(*) AS n FROM outbox_messages WHERE status = 'pending'`);
+/**
+ * Outbox rows not yet published (pending) of the app's database; with `keys`, only those of
+ * these partition keys (the sample app's key is the payment id).
+ */
+export async function pendingOutbox(
+  ds: DataSource,
+  keys?: { kind: TestDatabaseKind['name']; ids: string[] },
+): Promise<number> {
+  const where = keys
+    ? ` AND partition_key IN (${keys.ids.map((_, i) => placeholder(keys.kind, i)).join(', ')})`
+    : '';
+  const rows = await ds.query(
+    `SELECT COUNT(*) AS n FROM outbox_messages WHERE status = 'pending'${where}`,
+    keys?.ids ?? [],
+  );
   return Number(rows[0].n ?? rows[0].N);
 }
 
