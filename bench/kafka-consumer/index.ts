@@ -17,7 +17,7 @@ import { cpuTimeMs } from '../support/server-process';
  * a time. N `payment.captured` records are produced at once (with `message-id` headers, as
  * KafkaPublisher sends them) to a consumer that has already joined; msg/s = N / time until the
  * inbox holds N processed rows. Offsets committed by the inbox after each record
- * (`autoCommit: false`, the sample app's default) vs kafkajs' autoCommit (per batch).
+ * (`autoCommit: false`) vs kafkajs' autoCommit (per batch, the sample app's default).
  */
 
 const KAFKA_BROKERS = process.env.KAFKA_BROKERS ?? '127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094';
