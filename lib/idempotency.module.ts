@@ -33,6 +33,7 @@ import { InboxStore } from './inbox/inbox.store';
 import { RmqDeliveryAcknowledger } from './inbox/rmq-delivery.acknowledger';
 import { InboxDeliveries } from './inbox/inbox-deliveries.registry';
 import { InboxRetryTimers } from './inbox/inbox-retry.timers';
+import { KafkaOffsetCommitter } from './inbox/kafka-offset.committer';
 import { RmqServerWatcher } from './inbox/rmq-server.watcher';
 import { MaintenanceStore } from './maintenance/maintenance.store';
 import { OutboxStore } from './outbox/outbox.store';
@@ -79,6 +80,7 @@ const INTERNAL_PROVIDERS = [
   RmqDeliveryAcknowledger,
   InboxRetryTimers,
   InboxDeliveries,
+  KafkaOffsetCommitter,
   RmqServerWatcher,
   MaintenanceStore,
   ConditionalStore,

@@ -270,7 +270,10 @@ export interface OutboxOptions {
  * when the handler failed, whenever the consuming server runs with `noAck: false`, and leaves it
  * alone under `noAck: true` (RabbitMQ acknowledged it on delivery); `true`: always (unless the
  * server is known to be `noAck: true`); `false`: never (the handler acks through its RmqContext).
- * Other transports settle their messages themselves.
+ * Kafka: under `'auto'` and `true`, when the consuming `ServerKafka` runs with
+ * `run: { autoCommit: false }`, the record's offset is committed once the inbox settled it;
+ * under kafkajs' `autoCommit` kafkajs commits it once the handler resolved. `false`: the handler
+ * commits itself. Other transports settle their messages themselves.
  */
 export type InboxAcknowledge = 'auto' | boolean;
 

@@ -102,6 +102,17 @@ export type {
   ServiceBusMessageLike,
   ServiceBusMessageBatchLike,
 } from './outbox/publishers/service-bus.publisher';
+export {
+  KafkaPublisher,
+  KafkaBatchInFlightError,
+  isKafkaUnavailableError,
+} from './outbox/publishers/kafka.publisher';
+export type {
+  KafkaPublisherOptions,
+  KafkaClientLike,
+  KafkaProducerLike,
+  KafkaRecord,
+} from './outbox/publishers/kafka.publisher';
 export { FunctionPublisher } from './outbox/publishers/function.publisher';
 export type { FunctionPublisherOptions } from './outbox/publishers/function.publisher';
 export type { OutboxRow, OutboxStatus } from './persistence/dialects';

@@ -1,4 +1,5 @@
 import * as amqp from 'amqplib';
+import type { Kafka } from 'kafkajs';
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { loadavg } from 'node:os';
@@ -35,6 +36,8 @@ import { cpuTimeMs, machineCpuMs } from '../support/server-process';
 
 const SUITE_LIMIT_MS = 6 * 60_000;
 const RABBIT_URL = process.env.RABBITMQ_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
+/** A running Kafka cluster (KAFKA_NODES=3 ../shared/kafka/start.sh); the Kafka rows need one. */
+const KAFKA_BROKERS = process.env.KAFKA_BROKERS ?? '127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094';
 /** Confirmation delay of the "remote broker" publisher (a broker a few ms away on a network). */
 const REMOTE_CONFIRM_MS = 10;
 
@@ -42,6 +45,7 @@ interface Params {
   messages: number;
   remoteMessages: number;
   rabbitMessages: number;
+  kafkaMessages: number;
   rounds: number;
   batch: number;
   latencyCount: number;
@@ -49,6 +53,7 @@ interface Params {
   pendingRows: number;
   claimIterations: number;
   skipRabbit: boolean;
+  skipKafka: boolean;
   skipClaim: boolean;
 }
 
@@ -68,6 +73,7 @@ function parseParams(ctx: BenchContext): Params {
     messages: num('messages', q ? 2000 : 30_000),
     remoteMessages: num('remote-messages', q ? 1000 : 20_000),
     rabbitMessages: num('rabbit-messages', q ? 1000 : 20_000),
+    kafkaMessages: num('kafka-messages', q ? 1000 : 20_000),
     rounds: num('rounds', q ? 1 : 3),
     batch: num('batch', 100),
     latencyCount: num('latency-count', q ? 30 : 250),
@@ -75,6 +81,7 @@ function parseParams(ctx: BenchContext): Params {
     pendingRows: num('pending-rows', q ? 2000 : 10_000),
     claimIterations: num('claim-iterations', q ? 20 : 200),
     skipRabbit: ctx.args.includes('--no-rabbit'),
+    skipKafka: ctx.args.includes('--no-kafka'),
     skipClaim: ctx.args.includes('--no-claim'),
   };
 }
@@ -201,14 +208,29 @@ async function throughput(
   ctx: BenchContext,
   ds: DataSource,
   dbUrl: string,
-  kind: 'memory' | 'remote' | 'rabbitmq',
+  kind: 'memory' | 'remote' | 'rabbitmq' | 'kafka-rf3' | 'kafka-rf1',
   n: number,
   p: Params,
 ): Promise<{ one: DrainResult[]; two: DrainResult[]; traced: DrainResult[] }> {
   const queue = `bench-outbox-${randomUUID()}`;
+  if (kind.startsWith('kafka')) {
+    // 3 partitions; replication factor 3 (acks from the 2+ in-sync replicas) or 1 (the leader's).
+    const kafka = await kafkaClient();
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.createTopics({
+      topics: [{ topic: queue, numPartitions: 3, replicationFactor: kind === 'kafka-rf1' ? 1 : 3 }],
+      waitForLeaders: true,
+    });
+    ctx.onCleanup(async () => {
+      await admin.deleteTopics({ topics: [queue] }).catch(() => undefined);
+      await admin.disconnect();
+    });
+  }
   const env = {
     DB_URL: dbUrl,
-    PUBLISHER: kind,
+    PUBLISHER: kind.startsWith('kafka') ? 'kafka' : kind,
+    KAFKA_BROKERS,
     CONFIRM_MS: String(REMOTE_CONFIRM_MS),
     RELAY_QUEUE: queue,
     OUTBOX_BATCH_SIZE: String(p.batch),
@@ -261,6 +283,16 @@ async function throughput(
     await Promise.all(workers.map((w) => w.stop()));
   }
   return { one, two, traced };
+}
+
+async function kafkaClient(): Promise<Kafka> {
+  const { Kafka, logLevel } = await import('kafkajs');
+  return new Kafka({
+    clientId: 'bench-admin',
+    brokers: KAFKA_BROKERS.split(','),
+    logLevel: logLevel.NOTHING,
+    retry: { retries: 1 },
+  });
 }
 
 async function latency(
@@ -359,6 +391,21 @@ const suite: BenchSuite = {
         notes.push(`RabbitMQ: skipped (${(e as Error).message}).`);
       }
     }
+    const kafka: Record<'rf3' | 'rf1', { one: DrainResult[]; two: DrainResult[] } | undefined> = {
+      rf3: undefined,
+      rf1: undefined,
+    };
+    if (!p.skipKafka) {
+      try {
+        const admin = (await kafkaClient()).admin();
+        await admin.connect();
+        await admin.disconnect();
+        kafka.rf3 = await throughput(ctx, ds, scratch.url, 'kafka-rf3', p.kafkaMessages, p);
+        kafka.rf1 = await throughput(ctx, ds, scratch.url, 'kafka-rf1', p.kafkaMessages, p);
+      } catch (e) {
+        notes.push(`Kafka: skipped (${(e as Error).message}; KAFKA_BROKERS=${KAFKA_BROKERS}).`);
+      }
+    }
     const lat = await latency(ctx, scratch.url, p);
     const claim = p.skipClaim ? undefined : await claimTiming(ctx, ds, scratch.url, p);
     const cpu1 = machineCpuMs();
@@ -381,6 +428,14 @@ const suite: BenchSuite = {
     if (rabbit) {
       row('RabbitMQ (publisher confirms), 1 relay', rabbit.one);
       row('RabbitMQ (publisher confirms), 2 relays', rabbit.two);
+    }
+    if (kafka.rf3) {
+      row('Kafka, 3 brokers, replication 3 (acks -1, min ISR 2), 1 relay', kafka.rf3.one);
+      row('Kafka, 3 brokers, replication 3 (acks -1, min ISR 2), 2 relays', kafka.rf3.two);
+    }
+    if (kafka.rf1) {
+      row('Kafka, replication 1 (acks -1 = the leader), 1 relay', kafka.rf1.one);
+      row('Kafka, replication 1 (acks -1 = the leader), 2 relays', kafka.rf1.two);
     }
     const tables: BenchTable[] = [
       {
@@ -473,7 +528,7 @@ const suite: BenchSuite = {
       tables,
       checks,
       notes,
-      data: { params: p, memory, remote, rabbit, latency: lat, claim },
+      data: { params: p, memory, remote, rabbit, kafka, latency: lat, claim },
     };
   },
 };

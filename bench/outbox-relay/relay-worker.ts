@@ -4,7 +4,13 @@ import { type ClientProxy, ClientProxyFactory, Transport } from '@nestjs/microse
 import { TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { randomUUID } from 'node:crypto';
-import { ClientProxyPublisher, FunctionPublisher, OutboxRelay, OutboxService } from '../../lib';
+import {
+  ClientProxyPublisher,
+  FunctionPublisher,
+  KafkaPublisher,
+  OutboxRelay,
+  OutboxService,
+} from '../../lib';
 import type { OutboxMessage, OutboxPublisher } from '../../lib';
 import { DatabaseService } from '../../lib/persistence/database.service';
 import { executorFor } from '../../lib/persistence/sql-executor';
@@ -13,7 +19,8 @@ import { RelayBenchModule } from './relay-bench.module';
 
 /**
  * The system under test of bench/outbox-relay, in its own process (forked by the suite, driven
- * over IPC). Env: DB_URL; PUBLISHER=memory|remote|rabbitmq (+ CONFIRM_MS; RABBITMQ_URL, RELAY_QUEUE);
+ * over IPC). Env: DB_URL; PUBLISHER=memory|remote|rabbitmq|kafka (+ CONFIRM_MS; RABBITMQ_URL,
+ * RELAY_QUEUE (the RabbitMQ queue or the Kafka topic); KAFKA_BROKERS);
  * OUTBOX_BATCH_SIZE; WAKE=on|off; POLL_MS. The relay is built stopped; commands:
  * - start / stop: run the relay loop (throughput runs: the suite watches the table drain);
  * - latency {count, gapMs}: commits `count` one-message transactions, `gapMs` apart, here, with
@@ -60,6 +67,24 @@ function publisherFromEnv(): { publisher: OutboxPublisher; client?: ClientProxy 
       },
     };
     return { publisher, client };
+  }
+  if (process.env.PUBLISHER === 'kafka') {
+    const inner = new KafkaPublisher({
+      brokers: (process.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(','),
+      topic: process.env.RELAY_QUEUE ?? 'bench-outbox',
+      clientId: 'bench-relay',
+    });
+    const publisher: OutboxPublisher = {
+      messagingSystem: 'kafka',
+      publish: (m) => inner.publish(m).then(() => record(m)),
+      publishBatch: async (ms) => {
+        const outcomes = await inner.publishBatch(ms);
+        ms.forEach((m, i) => !outcomes[i] && record(m));
+        return outcomes;
+      },
+    };
+    process.once('disconnect', () => void inner.close());
+    return { publisher };
   }
   if (process.env.PUBLISHER === 'remote') {
     // A broker across a network: each message is confirmed CONFIRM_MS later (no CPU spent).

@@ -51,6 +51,8 @@ export function messageIdOf(def: IdempotentConsumerDefinition, message: Consumed
  * the error goes back to the sender); dead-letter what can never succeed (no message id;
  * recorded failed under `onMaxAttempts: 'rethrow'`). Resolves with the handler's result, or
  * undefined when the handler did not run.
+ * On Kafka under `autoCommit: false`, the record's offset is committed once the outcome
+ * committed (see KafkaOffsetCommitter).
  * @internal
  */
 export async function consumeMessage(
@@ -67,6 +69,7 @@ export async function consumeMessage(
     handlerKind,
   });
   const settles = delivery.retryMode === 'transport';
+  const record = inbox.kafkaOffsets?.manualRecord(message.context, def.options.acknowledge);
   // The consumer's span continues the message's trace (observability/inbox.tracing.ts).
   const traced = traceConsume(def.consumer, (name) => messageHeader(message, name), {
     system: messagingSystemOf(message.context),
@@ -117,6 +120,7 @@ export async function consumeMessage(
       throw e;
     }
     delivery.ack();
+    if (record) await inbox.kafkaOffsets!.commit(record, def.consumer);
     traced.settled(
       outcome.status,
       outcome.duplicate,

@@ -61,6 +61,15 @@ export const ACK_FAILED = (consumer: string, error: unknown) =>
   `Inbox: could not settle the RabbitMQ delivery of consumer "${consumer}" (${String(error)}); ` +
   `the broker redelivers it when the channel closes, and the inbox settles the copy.`;
 
+export const KAFKA_COMMIT_FAILED = (
+  consumer: string,
+  topic: string,
+  partition: number,
+  error: unknown,
+) =>
+  `Inbox: could not commit the Kafka offset of consumer "${consumer}" on ${topic}[${partition}] (${String(error)}); ` +
+  `the record is delivered again after a rebalance or restart, and the inbox skips it.`;
+
 export const RMQ_SERVER_CHANNEL_ERROR = (error: unknown) =>
   `RabbitMQ: the consuming channel could not be set up (${String(error)}); ` +
   `it is set up again, consumer included, when the connection is back.`;

@@ -1,4 +1,4 @@
-import { Inject, Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, OnModuleDestroy, OnModuleInit, Optional } from '@nestjs/common';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { InboxOptions, ResolvedIdempotencyOptions } from '../idempotency.options';
 import { LibraryLogger } from '../observability/library-logger';
@@ -16,6 +16,7 @@ import { InboxStore } from './inbox.store';
 import { RmqDeliveryAcknowledger } from './rmq-delivery.acknowledger';
 import { InboxDeliveries } from './inbox-deliveries.registry';
 import { inboxBackoffProblem, inboxRetryDelayMs } from './inbox-backoff';
+import { KafkaOffsetCommitter } from './kafka-offset.committer';
 import type { InboxProcessOptions, InboxResult } from './inbox.interfaces';
 import {
   CLAIM_RETRIES_EXHAUSTED,
@@ -73,6 +74,8 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
     readonly acknowledger: RmqDeliveryAcknowledger,
     /** Per transport: how `@IdempotentConsumer()` deliveries are settled and retried. @internal */
     readonly deliveries: InboxDeliveries,
+    /** Commits Kafka offsets for `@IdempotentConsumer()` handlers under `autoCommit: false`. @internal */
+    @Optional() readonly kafkaOffsets?: KafkaOffsetCommitter,
   ) {}
 
   onModuleInit(): void {

@@ -20,6 +20,10 @@ export const MISSING_PACKAGE = (pkg: string, what: string) =>
   `${what} needs the optional package "${pkg}": npm install ${pkg}`;
 export const UNAVAILABLE_NOTE = (error: string) =>
   `not published, the broker was unreachable (no attempt counted): ${error}`;
+export const KAFKA_OPTIONS_INVALID = (reason: string) =>
+  `KafkaPublisher: ${reason} (new KafkaPublisher({ brokers: ['host:9092'], topic: 'orders' }))`;
+export const KAFKA_BATCH_IN_FLIGHT =
+  'KafkaPublisher: the previous batch is still waiting for the acknowledgement of the Kafka cluster (slow or unreachable); this batch was not sent and is retried';
 export const UNREADABLE_PAYLOAD = (reason: string) =>
   `the stored payload or headers are not valid JSON: ${reason}`;
 export const OUTBOX_WITHOUT_PUBLISHER = (users: string[]) =>

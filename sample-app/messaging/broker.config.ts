@@ -3,25 +3,39 @@
  * - unset (or `embedded`): the embedded default transport, in process, on @nestjs/event-emitter's
  *   EventEmitter2 (no broker to run: `npm start` shows the whole flow in one process);
  * - `amqp://…` / `amqps://…`: RabbitMQ (queue BROKER_QUEUE, default `payments`, durable);
- * - `nats://…`: NATS (consumers in the queue group BROKER_QUEUE).
+ * - `nats://…`: NATS (consumers in the queue group BROKER_QUEUE);
+ * - `kafka://host:port[,host:port…]`: Kafka (topic BROKER_QUEUE, consumer group BROKER_GROUP,
+ *   default the topic's name).
  */
 export type BrokerConfig =
   | { kind: 'embedded' }
   | { kind: 'rabbitmq'; url: string; queue: string }
-  | { kind: 'nats'; url: string; queue: string };
+  | { kind: 'nats'; url: string; queue: string }
+  | { kind: 'kafka'; url: string; brokers: string[]; queue: string; group: string };
 
 export const DEFAULT_BROKER_QUEUE = 'payments';
 
 export function brokerConfigFromEnv(
   url: string | undefined = process.env.BROKER_URL,
   queue = process.env.BROKER_QUEUE,
+  group = process.env.BROKER_GROUP,
 ): BrokerConfig {
   const q = queue || DEFAULT_BROKER_QUEUE;
   if (!url || url === 'embedded') return { kind: 'embedded' };
   if (/^amqps?:\/\//i.test(url)) return { kind: 'rabbitmq', url, queue: q };
   if (/^nats:\/\//i.test(url)) return { kind: 'nats', url, queue: q };
+  if (/^kafka:\/\//i.test(url)) {
+    const brokers = url
+      .slice('kafka://'.length)
+      .split(',')
+      .map((b) => b.trim().replace(/\/+$/, ''))
+      .filter(Boolean);
+    if (!brokers.length || brokers.some((b) => !/^[^\s/:]+:\d+$/.test(b)))
+      throw new Error(`BROKER_URL must be kafka://host:port[,host:port…], got "${redact(url)}"`);
+    return { kind: 'kafka', url, brokers, queue: q, group: group || q };
+  }
   throw new Error(
-    `BROKER_URL must be amqp://…, amqps://…, nats://… or unset (embedded transport), got "${redact(url)}"`,
+    `BROKER_URL must be amqp://…, amqps://…, nats://…, kafka://… or unset (embedded transport), got "${redact(url)}"`,
   );
 }
 
@@ -34,6 +48,8 @@ export function describeBroker(config: BrokerConfig): string {
       return `RabbitMQ ${redact(config.url)} queue "${config.queue}"`;
     case 'nats':
       return `NATS ${redact(config.url)} queue group "${config.queue}"`;
+    case 'kafka':
+      return `Kafka ${config.brokers.join(',')} topic "${config.queue}" consumer group "${config.group}"`;
   }
 }
 

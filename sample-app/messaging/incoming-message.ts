@@ -14,7 +14,8 @@ export interface IncomingMessage<TPayload = unknown> {
 /**
  * Reads the message id, type, partition key and headers of an event from the handler's data and
  * context, on the embedded transport (EmbeddedContext), RabbitMQ (RmqContext: AMQP `messageId`
- * property and headers) and NATS (NatsContext: NATS headers).
+ * property and headers), NATS (NatsContext: NATS headers) and Kafka
+ * (KafkaContext: record headers).
  */
 export function incomingMessage<TPayload = unknown>(
   data: TPayload,
@@ -57,6 +58,11 @@ function headersOf(context: unknown): Record<string, string> {
     if (h && typeof h.keys === 'function')
       for (const k of h.keys()) out[String(k).toLowerCase()] = String(h.get(k));
     return out;
+  }
+  // Kafka (KafkaContext): ServerKafka's parser has decoded the record headers to strings.
+  if (ctx && typeof ctx.getPartition === 'function' && typeof ctx.getMessage === 'function') {
+    const raw: Record<string, unknown> = ctx.getMessage()?.headers ?? {};
+    return Object.fromEntries(Object.entries(raw).map(([k, v]) => [k.toLowerCase(), String(v)]));
   }
   return {};
 }

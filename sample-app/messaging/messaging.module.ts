@@ -10,7 +10,12 @@ import {
 } from '@nestjs/common';
 import { EventEmitter2, EventEmitterModule } from '@nestjs/event-emitter';
 import { ClientOptions, ClientProxy, ClientProxyFactory, Transport } from '@nestjs/microservices';
-import { ClientProxyPublisher, FunctionPublisher, OutboxPublisher } from '../../lib';
+import {
+  ClientProxyPublisher,
+  FunctionPublisher,
+  KafkaPublisher,
+  OutboxPublisher,
+} from '../../lib';
 import { BrokerConfig, brokerConfigFromEnv } from './broker.config';
 import { fanOutExchange } from './consumer-services';
 import { declareRabbitFanOut } from './rabbit-fan-out';
@@ -31,7 +36,9 @@ class BrokerClientCloser implements OnApplicationShutdown {
  * the `OutboxPublisher` the library's relay picks up, and (with `connectMessaging()`) the
  * microservice transport `@EventPattern()` consumers listen on.
  * - embedded: `FunctionPublisher` → `EventEmitter2.emitAsync(type, message)` → EmbeddedTransport;
- * - RabbitMQ / NATS: `ClientProxyPublisher` over a `ClientRMQ` / `ClientNats`.
+ * - RabbitMQ / NATS: `ClientProxyPublisher` over a `ClientRMQ` / `ClientNats`;
+ * - Kafka: `KafkaPublisher` (kafkajs, idempotent, acks from all in-sync replicas) to the topic
+ *   BROKER_QUEUE, every event type on it, keyed by the payment id.
  */
 @Global()
 @Module({})
@@ -47,6 +54,16 @@ export class MessagingModule {
         useFactory: (emitter: EventEmitter2) =>
           new FunctionPublisher((message) => emitter.emitAsync(message.type, message)),
         inject: [EventEmitter2],
+      });
+    } else if (config.kind === 'kafka') {
+      providers.push({
+        provide: OutboxPublisher,
+        useFactory: () =>
+          new KafkaPublisher({
+            brokers: config.brokers,
+            clientId: 'sample-app-relay',
+            topic: config.queue,
+          }),
       });
     } else {
       providers.push(
@@ -71,7 +88,7 @@ export class MessagingModule {
       exports: [
         BROKER_CONFIG,
         OutboxPublisher,
-        ...(config.kind === 'embedded' ? [] : [BROKER_CLIENT]),
+        ...(config.kind === 'embedded' || config.kind === 'kafka' ? [] : [BROKER_CLIENT]),
       ],
     };
   }
@@ -82,7 +99,9 @@ export class MessagingModule {
  * BROKER_EXCHANGE, which copies each event to every consuming service's queue (the ledger's is
  * BROKER_QUEUE); NATS: publishes on the event's subject, which every queue group receives.
  */
-function clientOptions(config: Exclude<BrokerConfig, { kind: 'embedded' }>): ClientOptions {
+function clientOptions(
+  config: Exclude<BrokerConfig, { kind: 'embedded' | 'kafka' }>,
+): ClientOptions {
   if (config.kind === 'rabbitmq') {
     return {
       transport: Transport.RMQ,

@@ -1,0 +1,323 @@
+import type { OnApplicationShutdown } from '@nestjs/common';
+import type { OutboxMessage } from '../outbox-message.interface';
+import type { OutboxPublisher } from '../outbox-publisher.interface';
+import { KAFKA_BATCH_IN_FLIGHT, KAFKA_OPTIONS_INVALID, MISSING_PACKAGE } from '../outbox.messages';
+
+/** The part of a kafkajs `Producer` this publisher uses. */
+export interface KafkaProducerLike {
+  connect(): Promise<void>;
+  disconnect(): Promise<void>;
+  sendBatch(batch: {
+    topicMessages: Array<{
+      topic: string;
+      messages: Array<{
+        key: string | null;
+        value: string;
+        headers: Record<string, string>;
+        timestamp: string;
+      }>;
+    }>;
+    acks: number;
+    timeout?: number;
+  }): Promise<unknown>;
+}
+
+/** The part of a kafkajs `Kafka` client this publisher uses. */
+export interface KafkaClientLike {
+  producer(config: Record<string, unknown>): KafkaProducerLike;
+}
+
+export interface KafkaPublisherOptions {
+  /** Bootstrap brokers (`host:port`), when the publisher creates its own kafkajs client. */
+  brokers?: string[];
+  /** The kafkajs client id of that client. Default `outbox-relay`. */
+  clientId?: string;
+  /** Other kafkajs client settings (ssl, sasl, connectionTimeout, …) of that client. */
+  client?: Record<string, unknown>;
+  /**
+   * A kafkajs `Kafka` client of the app (instead of `brokers`): the publisher creates its
+   * producer on it, with the settings below.
+   */
+  kafka?: KafkaClientLike;
+  /**
+   * The topic of a message: a name, or a function of the message. Default: the message type,
+   * which is the topic Nest's `ServerKafka` subscribes `@EventPattern(type)` handlers to. One
+   * topic for all types of an aggregate keeps the order of its key across types (a key's
+   * order holds within one partition of one topic).
+   */
+  topic?: string | ((message: OutboxMessage) => string);
+  /**
+   * Other kafkajs producer settings. `idempotent` (true), `maxInFlightRequests` (1) and the
+   * acks (-1, all in-sync replicas) are the publisher's and cannot be changed here.
+   */
+  producer?: Record<string, unknown>;
+  /** How long a broker waits for the in-sync replicas' acks, in ms (kafkajs `timeout`). Default 30000. */
+  ackTimeoutMs?: number;
+}
+
+type KafkaJs = {
+  Kafka: new (config: Record<string, unknown>) => KafkaClientLike;
+  Partitioners: { DefaultPartitioner: unknown };
+  logLevel: { WARN: number };
+};
+
+function loadKafkaJs(): KafkaJs {
+  try {
+    return require('kafkajs');
+  } catch {
+    throw new Error(MISSING_PACKAGE('kafkajs', 'KafkaPublisher'));
+  }
+}
+
+/**
+ * A batch the publisher did not send because the previous one is still waiting for Kafka's
+ * acknowledgement (the relay gave up waiting for it: the cluster is slow or unreachable).
+ */
+export class KafkaBatchInFlightError extends Error {
+  override readonly name = 'KafkaBatchInFlightError';
+  constructor() {
+    super(KAFKA_BATCH_IN_FLIGHT);
+  }
+}
+
+/** Errors (by class name) that say a broker or the cluster could not be reached. */
+const UNAVAILABLE_ERRORS = new Set([
+  'KafkaBatchInFlightError',
+  'KafkaJSConnectionError',
+  'KafkaJSConnectionClosedError',
+  'KafkaJSRequestTimeoutError',
+  'KafkaJSNoBrokerAvailableError',
+  'KafkaJSBrokerNotFound',
+  'KafkaJSMetadataNotLoaded',
+  'KafkaJSTopicMetadataNotLoaded',
+  'KafkaJSGroupCoordinatorNotFound',
+  'KafkaJSLockTimeout',
+]);
+
+/** Kafka protocol error types that mean a leader or enough replicas are not there (yet). */
+const UNAVAILABLE_PROTOCOL_TYPES = new Set([
+  'LEADER_NOT_AVAILABLE',
+  'NOT_LEADER_FOR_PARTITION',
+  'NOT_LEADER_OR_FOLLOWER',
+  'BROKER_NOT_AVAILABLE',
+  'REPLICA_NOT_AVAILABLE',
+  'NOT_ENOUGH_REPLICAS',
+  'NOT_ENOUGH_REPLICAS_AFTER_APPEND',
+  'REQUEST_TIMED_OUT',
+  'NETWORK_EXCEPTION',
+  'COORDINATOR_NOT_AVAILABLE',
+  'NOT_COORDINATOR',
+  'COORDINATOR_LOAD_IN_PROGRESS',
+  'KAFKA_STORAGE_ERROR',
+]);
+
+/**
+ * Whether an error of `KafkaPublisher` (kafkajs) says the cluster was unreachable or without a
+ * leader / enough in-sync replicas (a transport outage, not a fault of the message): connection
+ * errors, request timeouts, no broker or coordinator, and `KafkaJSNumberOfRetriesExceeded` /
+ * `KafkaJSNonRetriableError` whose cause is one of these. Follows `cause` / `originalError`.
+ */
+export function isKafkaUnavailableError(error: unknown): boolean {
+  const seen = new Set<unknown>();
+  let e = error as { name?: unknown; type?: unknown; cause?: unknown; originalError?: unknown };
+  while (e && typeof e === 'object' && !seen.has(e)) {
+    seen.add(e);
+    if (typeof e.name === 'string' && UNAVAILABLE_ERRORS.has(e.name)) return true;
+    if (typeof e.type === 'string' && UNAVAILABLE_PROTOCOL_TYPES.has(e.type)) return true;
+    e = (e.cause ?? e.originalError) as typeof e;
+  }
+  return false;
+}
+
+/**
+ * Publishes to Apache Kafka with kafkajs (an optional peer: `npm install kafkajs`), directly
+ * rather than through Nest's `ClientKafka`: `ClientKafka.emit()` sends one record per call
+ * with the producer settings of the app's client, while the relay needs the idempotent producer
+ * with acks from all in-sync replicas, a whole batch in one produce round trip and the
+ * broker's acknowledgement as the outcome.
+ *
+ * - The producer is idempotent (`idempotent: true`, one request in flight per broker): a
+ *   produce request kafkajs retries is written once, in order.
+ * - `acks: -1`: a batch is confirmed once every in-sync replica has it (at least
+ *   `min.insync.replicas`); only then does the relay mark the messages published.
+ * - The record key is the partition key (the same partition for a key, in order), the value the
+ *   payload as JSON, the record headers the message's headers: `message-id`, `message-type`,
+ *   `partition-key`, the trace context (`traceparent`, `tracestate`) and the event's own.
+ * - A relay batch is one `sendBatch`: kafkajs groups it per partition, one produce request per
+ *   leader broker. Its outcome is the batch's: when one partition's write fails, the relay
+ *   retries the whole batch (messages already written arrive twice; the inbox skips them).
+ *
+ * A producer whose send or connect failed is dropped and the next batch gets a new one (a new
+ * producer id): kafkajs would otherwise number the next batch as if the failed one had not been
+ * written, and the broker could drop it as a duplicate of a batch it did write.
+ *
+ * One `sendBatch` at a time: while one waits for its acknowledgement (the relay's
+ * `publishTimeoutMs` may have given up on it during an outage), a new batch is refused at once
+ * with `KafkaBatchInFlightError` instead of queueing behind it, so an outage piles up no stale
+ * batches to send when the cluster is back; the relay retries it after its backoff.
+ *
+ * Connects on the first publish (and again after a failed connect); closes on application
+ * shutdown, after the relay stopped. {@link isKafkaUnavailableError} tells its outage errors.
+ */
+export class KafkaPublisher implements OutboxPublisher, OnApplicationShutdown {
+  /** OpenTelemetry's `messaging.system` of the relay's spans. */
+  readonly messagingSystem = 'kafka';
+  private readonly createProducer: () => KafkaProducerLike;
+  private producer?: KafkaProducerLike;
+  private connecting?: Promise<void>;
+  private inFlight = false;
+  private closed = false;
+
+  constructor(private readonly options: KafkaPublisherOptions) {
+    if (!options || (!options.kafka && !options.brokers?.length))
+      throw new TypeError(KAFKA_OPTIONS_INVALID('brokers (or kafka) is required'));
+    if (options.topic !== undefined && typeof options.topic !== 'function' && !options.topic)
+      throw new TypeError(KAFKA_OPTIONS_INVALID('topic must be a non-empty string or a function'));
+    const kafkajs = loadKafkaJs();
+    const kafka =
+      options.kafka ??
+      new kafkajs.Kafka({
+        logLevel: kafkajs.logLevel.WARN,
+        ...options.client,
+        clientId: options.clientId ?? 'outbox-relay',
+        brokers: options.brokers,
+      });
+    this.createProducer = () =>
+      kafka.producer({
+        // The Java client's murmur2 partitioner: a key lands where Java producers put it.
+        createPartitioner: kafkajs.Partitioners.DefaultPartitioner,
+        ...options.producer,
+        idempotent: true,
+        maxInFlightRequests: 1,
+      });
+  }
+
+  async publish(message: OutboxMessage): Promise<void> {
+    const [outcome] = await this.publishBatch([message]);
+    if (outcome) throw outcome;
+  }
+
+  async publishBatch(
+    messages: readonly OutboxMessage[],
+  ): Promise<ReadonlyArray<Error | undefined>> {
+    const outcomes: Array<Error | undefined> = new Array(messages.length).fill(undefined);
+    const topics = new Map<string, KafkaRecord[]>();
+    messages.forEach((m, index) => {
+      try {
+        const topic = this.topicOf(m);
+        if (!topics.has(topic)) topics.set(topic, []);
+        topics.get(topic)!.push(this.toRecord(m));
+      } catch (e) {
+        outcomes[index] = e instanceof Error ? e : new Error(String(e));
+      }
+    });
+    if (topics.size === 0) return outcomes;
+    if (this.inFlight) {
+      const busy = new KafkaBatchInFlightError();
+      return outcomes.map((o) => o ?? busy);
+    }
+    this.inFlight = true;
+    let producer: KafkaProducerLike | undefined;
+    try {
+      producer = await this.connect();
+      await producer.sendBatch({
+        topicMessages: [...topics].map(([topic, records]) => ({ topic, messages: records })),
+        acks: -1,
+        timeout: this.options.ackTimeoutMs ?? 30_000,
+      });
+    } catch (e) {
+      this.retire(producer);
+      const error = e instanceof Error ? e : new Error(String(e));
+      return outcomes.map((o) => o ?? error);
+    } finally {
+      this.inFlight = false;
+    }
+    return outcomes;
+  }
+
+  /**
+   * The cluster out of reach (connection lost, no leader or coordinator, too few in-sync
+   * replicas, a request time-out, the previous batch still unacknowledged): the relay counts no
+   * attempt and backs off as a whole (see {@link isKafkaUnavailableError}).
+   */
+  isUnavailable(error: Error): boolean {
+    return isKafkaUnavailableError(error);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.close();
+  }
+
+  /** Disconnects the producer (waits for a connect under way). */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const connecting = this.connecting;
+    const producer = this.producer;
+    this.connecting = undefined;
+    this.producer = undefined;
+    if (!connecting || !producer) return;
+    await connecting.catch(() => undefined);
+    await producer.disconnect();
+  }
+
+  /** The topic of a message (see `topic`). */
+  protected topicOf(m: OutboxMessage): string {
+    const t = this.options.topic;
+    const topic = typeof t === 'function' ? t(m) : (t ?? m.type);
+    if (typeof topic !== 'string' || !topic)
+      throw new Error(KAFKA_OPTIONS_INVALID(`no topic for message ${m.id}`));
+    return topic;
+  }
+
+  /** The Kafka record of an outbox message (override to change the mapping). */
+  protected toRecord(m: OutboxMessage): KafkaRecord {
+    return {
+      key: m.partitionKey,
+      value: JSON.stringify(m.payload === undefined ? null : m.payload),
+      headers: { ...m.headers },
+      timestamp: String(m.createdAt.getTime()),
+    };
+  }
+
+  /** The connected producer (a new one after a failure). */
+  private async connect(): Promise<KafkaProducerLike> {
+    if (this.closed) throw new Error('KafkaPublisher is closed');
+    if (!this.producer || !this.connecting) {
+      this.producer = this.createProducer();
+      this.connecting = this.producer.connect();
+    }
+    const producer = this.producer;
+    try {
+      await this.connecting;
+    } catch (e) {
+      this.retire(producer);
+      throw e;
+    }
+    return producer;
+  }
+
+  /**
+   * Drops a producer after a failed send or connect: the next batch gets a new producer id.
+   * kafkajs advances an idempotent producer's sequence numbers only on success, so after a
+   * batch the cluster wrote but did not acknowledge (a timeout, a lost connection, a leader
+   * change), the next batch would reuse its sequence numbers and the broker would take it for a
+   * retry of that one and drop it as a duplicate: seen on the 3-node cluster after a whole-
+   * cluster restart (OUT_OF_ORDER_SEQUENCE_NUMBER, then acknowledged batches that were never
+   * written).
+   */
+  private retire(producer: KafkaProducerLike | undefined): void {
+    if (!producer || this.producer !== producer) return;
+    this.producer = undefined;
+    this.connecting = undefined;
+    producer.disconnect().catch(() => undefined);
+  }
+}
+
+/** One Kafka record as the publisher sends it. */
+export interface KafkaRecord {
+  key: string | null;
+  value: string;
+  headers: Record<string, string>;
+  timestamp: string;
+}

@@ -1,0 +1,94 @@
+import { randomUUID } from 'node:crypto';
+import type { DataSource } from 'typeorm';
+import {
+  createTestDatabase,
+  databaseKinds,
+  openDataSource,
+  type TestDatabase,
+} from '../support/databases';
+import { eventually } from '../support/eventually';
+import { type AppProcess, spawnSampleApp } from '../support/sample-app';
+import { BASE_ENV, faultDbUrl } from '../faults/support/fault-cluster';
+import {
+  committedBy,
+  createTopic,
+  deleteTopic,
+  recordsIn,
+  uniqueName,
+} from './support/kafka-cluster';
+import { ledgerOf, payTwice } from './support/payments';
+
+/**
+ * A handler that fails on Kafka: the record is not committed, kafkajs delivers it again, the
+ * inbox counts the attempts. A transient failure ends with one entry; a poison record is
+ * recorded failed after INBOX_MAX_ATTEMPTS and its offset committed, so the partition goes on
+ * to the next record (no dead-letter topic: the inbox row keeps the message id and last error).
+ */
+const kinds = databaseKinds().filter((k) => k === 'postgres' || k === 'mssql');
+const PAYMENTS = 3;
+
+describe.each(kinds)('Kafka: failing ledger handler (%s)', (kind) => {
+  let db: TestDatabase;
+  let ds: DataSource;
+  let app: AppProcess | undefined;
+  const topics: string[] = [];
+
+  beforeAll(async () => {
+    db = await createTestDatabase(kind);
+    ds = await openDataSource(db.url);
+  });
+
+  afterEach(async () => {
+    await app?.kill('SIGKILL');
+    app = undefined;
+  });
+
+  afterAll(async () => {
+    await ds?.destroy();
+    for (const topic of topics) await deleteTopic(topic);
+    await db?.drop();
+  });
+
+  const run = async (failAttempts: number) => {
+    const topic = uniqueName('payments-retries');
+    topics.push(topic);
+    // One partition: the records of all payments queue behind one another.
+    await createTopic(topic, 1);
+    app = await spawnSampleApp({
+      ...BASE_ENV,
+      DB_URL: faultDbUrl(db.url),
+      BROKER_URL: 'kafka://127.0.0.1:9092',
+      BROKER_QUEUE: topic,
+      INBOX_MAX_ATTEMPTS: '3',
+      LEDGER_DEMO_FAIL_ATTEMPTS: String(failAttempts),
+    });
+    const customerId = `kafka-${randomUUID().slice(0, 8)}`;
+    const payments: string[] = [];
+    for (let i = 0; i < PAYMENTS; i++) payments.push(await payTwice(app.url, customerId));
+    // Every record settled: the group committed past the last one.
+    await eventually(
+      'the consumer group past every record',
+      async () => (await committedBy(topic, topic)) >= PAYMENTS,
+      60_000,
+      250,
+    );
+    expect(await recordsIn(topic)).toBe(PAYMENTS);
+    const rows: Array<{ status: string; attempts: number }> = await ds.query(
+      `SELECT status, attempts FROM inbox_messages WHERE consumer = 'ledger'`,
+    );
+    return { payments, url: app.url, rows };
+  };
+
+  it('a transient failure (2 of 3 attempts) is retried from the same offset: one entry each', async () => {
+    const { payments, url } = await run(2);
+    for (const id of payments) expect(await ledgerOf(url, id)).toHaveLength(1);
+  });
+
+  it('a poison record is recorded failed after 3 attempts and the partition moves on', async () => {
+    const { payments, url, rows } = await run(1000);
+    for (const id of payments) expect(await ledgerOf(url, id)).toHaveLength(0);
+    const failed = rows.filter((r) => r.status === 'failed');
+    expect(failed.length).toBeGreaterThanOrEqual(PAYMENTS);
+    for (const r of failed) expect(Number(r.attempts)).toBe(3);
+  });
+});

@@ -1,0 +1,78 @@
+import { randomUUID } from 'node:crypto';
+import type { DataSource } from 'typeorm';
+import { placeholder, type TestDatabaseKind } from '../../support/databases';
+
+/** POST /payments with an idempotency key; resolves with the status and the body. */
+export async function pay(
+  url: string,
+  key: string,
+  customerId: string,
+): Promise<{ status: number; body: any }> {
+  const r = await fetch(`${url}/payments`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': key },
+    body: JSON.stringify({ amount: 10, currency: 'EUR', customerId }),
+  });
+  const text = await r.text();
+  let body: any = text;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // not JSON: kept as text for the failure message
+  }
+  return { status: r.status, body };
+}
+
+/** One payment sent twice at once with its key (a client retrying): the payment's id. */
+export async function payTwice(url: string, customerId: string): Promise<string> {
+  const key = randomUUID();
+  const [a, b] = await Promise.all([pay(url, key, customerId), pay(url, key, customerId)]);
+  // The second copy is either replayed (201) or, while the first is in flight, answered 409;
+  // one more send after both gives the stored answer.
+  const ok = [a, b].find((r) => r.status === 201) ?? (await pay(url, key, customerId));
+  if (ok.status !== 201) throw new Error(`POST /payments: ${ok.status} ${JSON.stringify(ok.body)}`);
+  const again = await pay(url, key, customerId);
+  if (again.status !== 201 || again.body.id !== ok.body.id)
+    throw new Error(`the retry of ${key} was not replayed: ${again.status}`);
+  return ok.body.id as string;
+}
+
+/** The ledger entries of a payment (GET /ledger?paymentId=). */
+export async function ledgerOf(url: string, paymentId: string): Promise<any[]> {
+  const r = await fetch(`${url}/ledger?paymentId=${encodeURIComponent(paymentId)}`);
+  if (r.status !== 200) throw new Error(`GET /ledger: ${r.status}`);
+  return (await r.json()) as any[];
+}
+
+/**
+ * Outbox rows not yet published (pending) of the app's database; with `keys`, only those of
+ * these partition keys (the sample app's key is the payment id).
+ */
+export async function pendingOutbox(
+  ds: DataSource,
+  keys?: { kind: TestDatabaseKind['name']; ids: string[] },
+): Promise<number> {
+  const where = keys
+    ? ` AND partition_key IN (${keys.ids.map((_, i) => placeholder(keys.kind, i)).join(', ')})`
+    : '';
+  const rows = await ds.query(
+    `SELECT COUNT(*) AS n FROM outbox_messages WHERE status = 'pending'${where}`,
+    keys?.ids ?? [],
+  );
+  return Number(rows[0].n ?? rows[0].N);
+}
+
+/** Outbox rows the relay gave up on. */
+export async function deadOutbox(ds: DataSource): Promise<number> {
+  const rows = await ds.query(`SELECT COUNT(*) AS n FROM outbox_messages WHERE status = 'dead'`);
+  return Number(rows[0].n ?? rows[0].N);
+}
+
+/** The app's `inbox_duplicates` counter of the ledger consumer (GET /metrics). */
+export async function ledgerDuplicates(url: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const line = text
+    .split('\n')
+    .find((l) => l.startsWith('inbox_duplicates') && l.includes('consumer="ledger"'));
+  return line ? Number(line.trim().split(/\s+/).pop()) : 0;
+}
