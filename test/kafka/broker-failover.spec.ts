@@ -18,7 +18,7 @@ import {
   startCluster,
   uniqueName,
 } from './support/kafka-cluster';
-import { deadOutbox, ledgerOf, payTwice, pendingOutbox } from './support/payments';
+import { deadOutbox, ledgerOf, notificationsOf, payTwice, pendingOutbox } from './support/payments';
 
 /**
  * The acceptance of issue 53: the sample app (dist/sample-app/main.js) with
@@ -97,6 +97,18 @@ describe.each(kinds)('Kafka: brokers killed mid-stream (%s)', (kind) => {
       expect(entries).toHaveLength(1);
       expect(entries[0]).toMatchObject({ paymentId: id, entryType: 'capture', customerId });
     }
+    // Fan-out: the notifications service reads the same topic in a consumer group of its own,
+    // with its own inbox: every payment once there too.
+    await eventually(
+      `a notification for each of the ${payments.length} payments`,
+      async () => {
+        for (const id of payments) if ((await notificationsOf(url, id)).length === 0) return false;
+        return true;
+      },
+      60_000,
+      250,
+    );
+    for (const id of payments) expect(await notificationsOf(url, id)).toHaveLength(1);
   };
 
   it('gives every payment exactly one ledger entry after the partition leader is SIGKILLed and restarted', async () => {

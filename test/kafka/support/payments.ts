@@ -44,6 +44,13 @@ export async function ledgerOf(url: string, paymentId: string): Promise<any[]> {
   return (await r.json()) as any[];
 }
 
+/** The notifications of a payment (the second consuming service, in a consumer group of its own). */
+export async function notificationsOf(url: string, paymentId: string): Promise<any[]> {
+  const r = await fetch(`${url}/notifications?paymentId=${encodeURIComponent(paymentId)}`);
+  if (r.status !== 200) throw new Error(`GET /notifications: ${r.status}`);
+  return (await r.json()) as any[];
+}
+
 /**
  * Outbox rows not yet published (pending) of the app's database; with `keys`, only those of
  * these partition keys (the sample app's key is the payment id).
