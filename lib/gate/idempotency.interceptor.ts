@@ -3,13 +3,8 @@ import { Reflector } from '@nestjs/core';
 import { ClsServiceManager } from 'nestjs-cls';
 import { context as otelContext } from '@opentelemetry/api';
 import { Observable, Subscriber } from 'rxjs';
-import { IDEMPOTENCY_OPTIONS, IDEMPOTENT_METADATA } from '../idempotency.constants';
-import type {
-  IdempotencyEndpointOptions,
-  ResolvedEndpointOptions,
-  ResolvedIdempotencyOptions,
-} from '../idempotency.options';
-import { resolveEndpointOptions } from '../idempotency-options.resolver';
+import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
+import type { ResolvedEndpointOptions, ResolvedIdempotencyOptions } from '../idempotency.options';
 import { GateTrace } from '../observability/gate.tracing';
 import { MetricsService } from '../observability/metrics.service';
 import { DatabaseService } from '../persistence/database.service';
@@ -37,6 +32,7 @@ import { LeasedMode } from './leased.mode';
 import { customFingerprint, NO_FINGERPRINT, requestFingerprint } from './request-fingerprint';
 import { buildScope } from './request-scope';
 import { normalizePath, resourcePath } from './resource-path';
+import { EndpointOptionsCache } from './endpoint-options.cache';
 import { TransactionalMode } from './transactional.mode';
 
 /** RFC 9110 optional white space (SP, HTAB) at either end of a header value. */
@@ -53,9 +49,8 @@ const OWS_AROUND = /^[ \t]+|[ \t]+$/g;
  */
 @Injectable()
 export class IdempotencyInterceptor implements NestInterceptor {
-  private readonly endpointOptions = new WeakMap<object, ResolvedEndpointOptions>();
+  private readonly endpoints: EndpointOptionsCache;
   private readonly replayHeadersCache = new WeakMap<object, ReplayHeaders>();
-  private readonly excludedBodyPaths = new WeakMap<object, ReadonlySet<string>>();
   private readonly registry: InFlightRegistry;
   private readonly answers: GateAnswers;
   private readonly transactional: TransactionalMode;
@@ -68,6 +63,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     metrics: MetricsService,
     @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
   ) {
+    this.endpoints = new EndpointOptionsCache(reflector, options);
     this.registry = new InFlightRegistry(() => ledger.singleWriter);
     this.answers = new GateAnswers(metrics, options);
     const handler = new HandlerExecution(db, ledger, this.answers, metrics, options);
@@ -77,7 +73,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     if (context.getType() !== 'http') return next.handle();
-    const opts = this.resolveOptions(context);
+    const opts = this.endpoints.of(context);
     const http = context.switchToHttp();
     const req = http.getRequest();
 
@@ -236,32 +232,9 @@ export class IdempotencyInterceptor implements NestInterceptor {
       contentType: headerValue(req, 'content-type'),
       body: req.body,
       rawBody: req.rawBody,
-      excludeBodyPaths: this.excludedPathsOf(f),
+      excludeBodyPaths: this.endpoints.excludedPathsOf(f),
       includeBodyPaths: f.includeBodyPaths,
     });
-  }
-
-  private resolveOptions(context: ExecutionContext): ResolvedEndpointOptions {
-    const handler = context.getHandler();
-    let resolved = this.endpointOptions.get(handler);
-    if (!resolved) {
-      const overrides = this.reflector.getAllAndOverride<IdempotencyEndpointOptions | undefined>(
-        IDEMPOTENT_METADATA,
-        [handler, context.getClass()],
-      );
-      resolved = resolveEndpointOptions(this.options, overrides);
-      this.endpointOptions.set(handler, resolved);
-    }
-    return resolved;
-  }
-
-  private excludedPathsOf(f: { excludeBodyPaths: string[] }): ReadonlySet<string> {
-    let s = this.excludedBodyPaths.get(f);
-    if (!s) {
-      s = new Set(f.excludeBodyPaths);
-      this.excludedBodyPaths.set(f, s);
-    }
-    return s;
   }
 
   private replayHeadersOf(opts: ResolvedEndpointOptions): ReplayHeaders {

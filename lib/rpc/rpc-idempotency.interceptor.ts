@@ -8,14 +8,12 @@ import {
 import { Reflector } from '@nestjs/core';
 import type { RpcException } from '@nestjs/microservices';
 import { defer, finalize, lastValueFrom, type Observable, throwError } from 'rxjs';
-import { IDEMPOTENCY_OPTIONS, IDEMPOTENT_METADATA } from '../idempotency.constants';
+import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type {
-  IdempotencyEndpointOptions,
   IdempotentRpcRequest,
   ResolvedEndpointOptions,
   ResolvedIdempotencyOptions,
 } from '../idempotency.options';
-import { resolveEndpointOptions } from '../idempotency-options.resolver';
 import { ProblemException } from '../problem-details';
 import { CallGate, type GuardedCall } from '../gate/call-gate';
 import { canonicalJson } from '../gate/canonical-json';
@@ -24,6 +22,7 @@ import { invalidKey, missingKey } from '../gate/idempotency.errors';
 import { checkIdempotencyKey, parseIdempotencyKey } from '../gate/idempotency-key.parser';
 import { customFingerprint, NO_FINGERPRINT, requestFingerprint } from '../gate/request-fingerprint';
 import { buildContextScope } from '../gate/request-scope';
+import { EndpointOptionsCache } from '../gate/endpoint-options.cache';
 import { RmqDeliveryAcknowledger } from '../inbox/rmq-delivery.acknowledger';
 import { rpcProblem } from './rpc.errors';
 import { rpcHeaderValues } from './rpc-key.reader';
@@ -41,7 +40,7 @@ import { EVENT_HANDLER, PATTERN_HANDLER_METADATA, PATTERN_METADATA } from './rpc
  */
 @Injectable()
 export class RpcIdempotencyInterceptor implements NestInterceptor {
-  private readonly endpointOptions = new WeakMap<object, ResolvedEndpointOptions>();
+  private readonly endpoints: EndpointOptionsCache;
   private readonly patterns = new WeakMap<object, string>();
 
   constructor(
@@ -49,13 +48,15 @@ export class RpcIdempotencyInterceptor implements NestInterceptor {
     private readonly gate: CallGate,
     private readonly acks: RmqDeliveryAcknowledger,
     @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
-  ) {}
+  ) {
+    this.endpoints = new EndpointOptionsCache(reflector, options);
+  }
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     // An event has no reply to store: a class-wide @Idempotent() leaves it to the inbox.
     if (Reflect.getMetadata(PATTERN_HANDLER_METADATA, context.getHandler()) === EVENT_HANDLER)
       return next.handle();
-    const opts = this.resolveOptions(context);
+    const opts = this.endpoints.of(context);
     const rpc = context.switchToRpc();
     const data: unknown = rpc.getData();
     const pattern = this.patternOf(context);
@@ -189,23 +190,9 @@ export class RpcIdempotencyInterceptor implements NestInterceptor {
       contentType: 'application/json',
       body: Buffer.isBuffer(body) ? body.toString('base64') : body,
       rawBody: undefined,
-      excludeBodyPaths: new Set(f.excludeBodyPaths),
+      excludeBodyPaths: this.endpoints.excludedPathsOf(f),
       includeBodyPaths: f.includeBodyPaths,
     });
-  }
-
-  private resolveOptions(context: ExecutionContext): ResolvedEndpointOptions {
-    const handler = context.getHandler();
-    let resolved = this.endpointOptions.get(handler);
-    if (!resolved) {
-      const overrides = this.reflector.getAllAndOverride<IdempotencyEndpointOptions | undefined>(
-        IDEMPOTENT_METADATA,
-        [handler, context.getClass()],
-      );
-      resolved = resolveEndpointOptions(this.options, overrides);
-      this.endpointOptions.set(handler, resolved);
-    }
-    return resolved;
   }
 
   /** The handler's declared pattern(s), as text: what the scope names. */
