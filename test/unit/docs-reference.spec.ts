@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -67,6 +67,23 @@ describe('API reference (TypeDoc over lib/index.ts, lib/client/index.ts, lib/tes
     // now) fails too, with TypeDoc's own words.
     expect({ status, output: status === 0 ? '' : output }).toEqual({ status: 0, output: '' });
   }, 300_000);
+});
+
+describe('typedoc.json', () => {
+  it('documents every entry point package.json exports (a new subpath joins the reference)', () => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+      exports: Record<string, string | { types?: string }>;
+    };
+    const fromExports = Object.values(pkg.exports)
+      .map((e) => (typeof e === 'string' ? e : e.types))
+      .filter((t): t is string => !!t && t.endsWith('.d.ts'))
+      .map((t) => t.replace(/^\.\/dist\//, '').replace(/\.d\.ts$/, '.ts'))
+      .sort();
+    const config = JSON.parse(readFileSync(join(ROOT, 'typedoc.json'), 'utf8')) as {
+      entryPoints: string[];
+    };
+    expect([...config.entryPoints].sort()).toEqual(fromExports);
+  });
 });
 
 describe('links of README.md and docs/ (tools/check-doc-links.js)', () => {
