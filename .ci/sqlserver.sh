@@ -3,7 +3,7 @@
 # against Babelfish for PostgreSQL 4.3.0 (T-SQL over TDS, the real mssql/tedious driver) started
 # from ../shared/babelfish/start.sh beside the repository. Where that script is absent (a clone
 # elsewhere) the phase is skipped with one line; real SQL Server 2022 runs through docker-compose.yml
-# and .github/workflows/ci.yml instead (README, "SQL Server setup").
+# and .github/workflows/ci.yml instead (docs/sql-server.md, "SQL Server setup").
 #
 # Each suite gets its own throw-away cluster (a new data directory and free ports, about 1 s to
 # create), wiped when the suite ends. A long-lived cluster that earlier runs had filled with
@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bbf=${BABELFISH_DIR:-../shared/babelfish}
 if [ ! -f "$bbf/start.sh" ]; then
-  echo "sqlserver: SKIPPED, no $bbf/start.sh beside this clone (SQL Server via docker compose: README, SQL Server setup)"
+  echo "sqlserver: SKIPPED, no $bbf/start.sh beside this clone (SQL Server via docker compose: docs/sql-server.md, SQL Server setup)"
   exit 0
 fi
 phase_started=$(date +%s)

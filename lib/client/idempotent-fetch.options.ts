@@ -28,6 +28,7 @@ export interface RetryEvent {
   url: string;
 }
 
+/** Options of `createIdempotentFetch()`: the key, the attempts, the waits and time-outs of one logical call. */
 export interface IdempotentFetchOptions {
   /** The fetch that sends each attempt. Default: `globalThis.fetch`, looked up at each call. */
   fetch?: FetchLike;
@@ -73,6 +74,7 @@ export interface ResolvedClientOptions {
   random: () => number;
 }
 
+/** The defaults of `createIdempotentFetch()`'s options (see `IdempotentFetchOptions`). */
 export const CLIENT_DEFAULTS = {
   headerName: 'Idempotency-Key',
   maxAttempts: 5,

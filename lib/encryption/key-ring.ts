@@ -59,6 +59,7 @@ export class KeyRing {
     return this.byId.get(id);
   }
 
+  /** The ids of the ring's keys, in order: the first seals, every one opens. */
   get ids(): string[] {
     return this.keys.map((k) => k.id);
   }

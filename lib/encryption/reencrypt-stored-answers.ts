@@ -14,6 +14,7 @@ import { executorFor, type SqlExecutor } from '../persistence/sql-executor';
 import { envelopeHeader, ENVELOPE_V2, StoredAnswerError } from './answer-envelope';
 import { type EncryptionOptions, KeyRing } from './key-ring';
 
+/** Options of the re-encryption job that seals stored answers again under the ring's first key. */
 export interface ReencryptOptions {
   /** Records read per statement. Default 500 (at most 5,000). */
   batchSize?: number;

@@ -70,6 +70,7 @@ export class IdempotencyContext {
       : undefined;
   }
 
+  /** The current request's idempotency key as the client sent it; undefined outside a guarded handler. */
   get key(): string | undefined {
     return this.current?.key;
   }

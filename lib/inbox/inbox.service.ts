@@ -78,10 +78,12 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
     @Optional() readonly kafkaOffsets?: KafkaOffsetCommitter,
   ) {}
 
+  /** Nest lifecycle hook: registers this service as the one `@IdempotentConsumer()` handlers run through. */
   onModuleInit(): void {
     registerInboxService(this);
   }
 
+  /** Nest lifecycle hook: unregisters this service, if it is still the registered one. */
   onModuleDestroy(): void {
     unregisterInboxService(this);
   }

@@ -151,6 +151,7 @@ function keyParam(q: Record<string, unknown>): string {
   return key;
 }
 
+/** Options of the admin API's controller (`IdempotencyAdminModule.register()`): route prefix, guards, trusted origins, the operator's principal. */
 export interface AdminControllerOptions {
   /** Route prefix. Default `admin`. */
   path?: string;

@@ -23,6 +23,7 @@ export interface AdminModuleOptions extends AdminControllerOptions {
  */
 @Module({})
 export class IdempotencyAdminModule {
+  /** The admin API (and, with `console`, the operator's console) under `options.path`, behind `options.guards`. */
   static register(options: AdminModuleOptions = {}): DynamicModule {
     const { console: consoleOption, ...api } = options;
     const controllers: Type<unknown>[] = [createAdminController(api)];

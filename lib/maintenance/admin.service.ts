@@ -31,6 +31,7 @@ export const THROUGHPUT_MINUTES = 15;
 /** An inbox record as the admin API shows it. */
 export type InboxEntry = InboxRow;
 
+/** Which inbox records `IdempotencyAdminService` lists: by consumer and status, at most `limit`. */
 export interface InboxListFilter {
   consumer?: string;
   status?: InboxStatus;
@@ -73,6 +74,7 @@ export type InboxResetResult =
   | { outcome: 'not-found' }
   | { outcome: 'not-resettable'; status: InboxStatus };
 
+/** What purging one outbox message did: purged, not found, or not purgeable in its status. */
 export type PurgeResult =
   | { outcome: 'purged' }
   | { outcome: 'not-found' }

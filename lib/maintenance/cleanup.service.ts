@@ -73,12 +73,14 @@ export class CleanupService implements OnApplicationBootstrap, BeforeApplication
     @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
   ) {}
 
+  /** Nest lifecycle hook: starts the cleanup loop, unless `cleanup.enabled` is false. */
   onApplicationBootstrap(): void {
     if (!this.options.cleanup.enabled) return;
     this.stopped = false;
     this.schedule();
   }
 
+  /** Nest lifecycle hook: stops the loop and waits for a running pass to end. */
   async beforeApplicationShutdown(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);

@@ -78,6 +78,7 @@ export class MetricsService extends Instrumented implements OnModuleDestroy {
     return dispose;
   }
 
+  /** Nest lifecycle hook: removes every observable instrument's callback from the meter. */
   onModuleDestroy(): void {
     for (const dispose of [...this.disposers]) dispose();
   }

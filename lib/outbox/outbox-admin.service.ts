@@ -23,6 +23,7 @@ export interface OutboxEntry {
   sentAt: Date | null;
 }
 
+/** Which outbox messages the admin service lists: by status and partition key, a page at a time. */
 export interface OutboxListFilter {
   status?: OutboxStatus;
   partitionKey?: string;

@@ -125,6 +125,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     private readonly metrics: MetricsService,
   ) {}
 
+  /** Nest lifecycle hook: starts the relay with the app's `OutboxPublisher`, unless `outbox.relayEnabled` is false. */
   onApplicationBootstrap(): void {
     if (!this.options.outbox.relayEnabled) return;
     const publisher = this.resolvePublisher();
@@ -135,6 +136,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     this.start(publisher);
   }
 
+  /** Nest lifecycle hook: stops the relay, waiting up to `outbox.shutdownTimeoutMs` for the batch in flight. */
   async beforeApplicationShutdown(): Promise<void> {
     await this.stop();
   }
@@ -186,6 +188,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     if (!this.backingOff) this.interruptSleep?.();
   }
 
+  /** The relay's state, id, last heartbeat and counts, as the health indicator reads them. */
   get status(): OutboxRelayStatus {
     return {
       state: this.state,

@@ -6,9 +6,11 @@
  * one the library reads `performance.now()`.
  */
 export interface LibraryClock {
+  /** A monotonic reading in milliseconds; only differences between two readings count. */
   now(): number;
 }
 
+/** The injection token of the `LibraryClock` port. */
 export const LibraryClock = Symbol('LibraryClock');
 
 /** The default: `performance.now()`. */

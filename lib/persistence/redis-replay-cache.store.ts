@@ -5,9 +5,16 @@ import type { ReplayCacheStore } from './replay-cache.store';
  * The app creates, configures and closes it; the library only sends GET, SET … PX and DEL.
  */
 export type RedisCommandClient =
-  | { call(command: string, ...args: string[]): Promise<unknown> }
-  | { sendCommand(args: string[]): Promise<unknown> };
+  | {
+      /** ioredis: sends one command with its arguments. */
+      call(command: string, ...args: string[]): Promise<unknown>;
+    }
+  | {
+      /** node-redis 4/5: sends one command, the command first. */
+      sendCommand(args: string[]): Promise<unknown>;
+    };
 
+/** Options of `RedisReplayCacheStore`: the key prefix. */
 export interface RedisReplayCacheStoreOptions {
   /** Prefix of every key this store writes. Default `eo:replay:`. */
   prefix?: string;

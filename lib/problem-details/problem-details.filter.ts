@@ -38,6 +38,7 @@ export class ProblemDetailsFilter implements ExceptionFilter {
     );
   }
 
+  /** The problem+json answer for an exception: its status, body and headers. Override to map exceptions of your own. */
   protected toProblem(exception: unknown): {
     status: number;
     body: object;

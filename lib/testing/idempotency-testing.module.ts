@@ -17,6 +17,7 @@ import { refuseProduction } from './production.guard';
 import { TestClock } from './test-clock';
 import { SQLITE_DRIVER_MISSING } from './testing.messages';
 
+/** Options of `IdempotencyTestingModule.forRoot()`: `IdempotencyModule`'s options and the app's entities. */
 export interface IdempotencyTestingOptions {
   /**
    * IdempotencyModule's options, as the app passes them (gate defaults, TTLs, outbox, inbox).
@@ -37,6 +38,7 @@ export interface IdempotencyTestingOptions {
  */
 @Module({})
 export class IdempotencyTestingModule {
+  /** The library on in-memory SQLite in a Nest testing module, with a clock the test moves; refuses `NODE_ENV=production`. */
   static forRoot(options: IdempotencyTestingOptions = {}): DynamicModule {
     refuseProduction();
     try {

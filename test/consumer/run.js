@@ -695,7 +695,7 @@ async function main() {
       babelfish = await startBabelfish();
       if (!babelfish)
         log(
-          `mssql: SKIPPED, no ${join(BABELFISH_DIR, 'start.sh')} (SQL Server: README, SQL Server setup)`,
+          `mssql: SKIPPED, no ${join(BABELFISH_DIR, 'start.sh')} (SQL Server: docs/sql-server.md, SQL Server setup)`,
         );
     }
     // The library is packed while the Nest CLI generates the apps (CPU beside the network).

@@ -27,6 +27,7 @@ const onRmqCloseTimedOut = (ms: number) => rmqLogger.warn(RMQ_CLOSE_TIMED_OUT('C
 /** How the message id and headers are carried, per Nest transport. */
 export type ClientProxyTransport = 'rmq' | 'nats' | 'kafka' | 'mqtt' | 'plain';
 
+/** Options of `ClientProxyPublisher`: the pattern a message is emitted on, and the transport it is told by. */
 export interface ClientProxyPublisherOptions {
   /** The event pattern (routing key, subject, topic) of a message. Default: its type. */
   pattern?: (message: OutboxMessage) => string;

@@ -2,6 +2,7 @@ import type { OutboxMessage } from '../outbox-message.interface';
 import type { OutboxPublisher } from '../outbox-publisher.interface';
 import { isConnectionError } from '../outbox-unavailable';
 
+/** Options of `FunctionPublisher`: the messaging system its spans name, and which errors mean the broker is unreachable. */
 export interface FunctionPublisherOptions {
   /** OpenTelemetry's `messaging.system` of the relay's spans. */
   messagingSystem?: string;

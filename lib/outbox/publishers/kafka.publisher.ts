@@ -5,8 +5,11 @@ import { KAFKA_BATCH_IN_FLIGHT, KAFKA_OPTIONS_INVALID, MISSING_PACKAGE } from '.
 
 /** The part of a kafkajs `Producer` this publisher uses. */
 export interface KafkaProducerLike {
+  /** Connects to the cluster. */
   connect(): Promise<void>;
+  /** Disconnects from the cluster. */
   disconnect(): Promise<void>;
+  /** Sends messages to several topics in one call; resolves with the brokers' acknowledgement. */
   sendBatch(batch: {
     topicMessages: Array<{
       topic: string;
@@ -24,9 +27,11 @@ export interface KafkaProducerLike {
 
 /** The part of a kafkajs `Kafka` client this publisher uses. */
 export interface KafkaClientLike {
+  /** A new producer with this configuration. */
   producer(config: Record<string, unknown>): KafkaProducerLike;
 }
 
+/** Options of `KafkaPublisher`: the cluster (brokers, or a kafkajs client), a message's topic, the producer's settings and the acknowledgement time-out. */
 export interface KafkaPublisherOptions {
   /** Bootstrap brokers (`host:port`), when the publisher creates its own kafkajs client. */
   brokers?: string[];
@@ -244,6 +249,7 @@ export class KafkaPublisher implements OutboxPublisher, OnApplicationShutdown {
     return isKafkaUnavailableError(error);
   }
 
+  /** Nest lifecycle hook: disconnects the producer (`close()`), after the relay has stopped. */
   async onApplicationShutdown(): Promise<void> {
     await this.close();
   }

@@ -18,6 +18,7 @@ export interface ServiceBusMessageBatchLike {
   readonly count: number;
   readonly sizeInBytes: number;
   readonly maxSizeInBytes: number;
+  /** Adds a message if it fits in the batch; false when the batch is full. */
   tryAddMessage(message: ServiceBusMessageLike): boolean;
 }
 
@@ -26,12 +27,15 @@ export interface ServiceBusMessageBatchLike {
  * this publisher uses; a real sender fits it as is.
  */
 export interface ServiceBusSenderLike {
+  /** Sends one message, several, or a batch; resolves once Service Bus accepted them. */
   sendMessages(
     messages: ServiceBusMessageLike | ServiceBusMessageLike[] | ServiceBusMessageBatchLike,
   ): Promise<void>;
+  /** A new empty batch. */
   createMessageBatch(): Promise<ServiceBusMessageBatchLike>;
 }
 
+/** Options of `ServiceBusPublisher`: sessions, a message's subject, and which errors mean Service Bus is unreachable. */
 export interface ServiceBusPublisherOptions {
   /**
    * The entity is session-enabled: the partition key becomes the `sessionId`, so Service Bus

@@ -3,6 +3,7 @@ import type { TableNaming } from '../dialects';
 import { DEFAULT_OPTIONS } from '../../idempotency-options.resolver';
 import { defineMigration } from './migration-factory';
 
+/** The schema and table names the library's migrations create, the same as `IdempotencyModule`'s `schema` and `tables`. */
 export interface MigrationNamingOptions {
   schema?: string;
   tables?: Partial<TableNaming['tables']>;
