@@ -2,6 +2,8 @@
 export { IdempotencyModule } from './idempotency.module';
 export type {
   IdempotencyModuleAsyncOptions,
+  IdempotencyModuleExtras,
+  IdempotencyModuleForRootOptions,
   IdempotencyOptionsFactory,
 } from './idempotency-module.interfaces';
 export {
