@@ -1,3 +1,4 @@
+import { IdempotencyOptionsError } from './errors/idempotency-options.error';
 import { stripUndefined } from './internal/strip-undefined';
 import { resolveKeyRing } from './encryption/key-ring';
 import {
@@ -101,7 +102,7 @@ export function resolveEndpointOptions(
 /** Every feature's checks, in one pass; the first failure throws, naming the option. */
 function validateOptions(o: ResolvedIdempotencyOptions): void {
   const fail = (msg: string) => {
-    throw new Error(`IdempotencyModule: ${msg}`);
+    throw new IdempotencyOptionsError(`IdempotencyModule: ${msg}`);
   };
   validateGateOptions(o, fail);
   if (!(o.lockTimeoutMs >= 0)) fail('lockTimeoutMs must be >= 0');

@@ -1,5 +1,6 @@
 import { type DynamicModule, Module, type Provider } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
+import { IdempotencyOptionsError } from './errors/idempotency-options.error';
 import { IDEMPOTENCY_OPTIONS, IDEMPOTENCY_RAW_OPTIONS } from './idempotency.constants';
 import type {
   IdempotencyModuleAsyncOptions,
@@ -143,7 +144,7 @@ export class IdempotencyModule extends ConfigurableIdempotencyModule {
    */
   static override forRootAsync(options: IdempotencyModuleAsyncOptions): DynamicModule {
     if (!options?.useFactory && !options?.useClass && !options?.useExisting)
-      throw new Error(FORROOTASYNC_NEEDS_FACTORY);
+      throw new IdempotencyOptionsError(FORROOTASYNC_NEEDS_FACTORY);
     return withFeatures(super.forRootAsync(options));
   }
 }

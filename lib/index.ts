@@ -32,6 +32,12 @@ export {
   type IdempotencyModuleOptions,
 } from './idempotency.options';
 export { REPLAYED_HEADER } from './idempotency.constants';
+// Errors: every error the library throws at the app extends ExactlyOnceError (`code`, data in fields)
+export { ExactlyOnceError } from './errors/exactly-once.error';
+export { IdempotencyOptionsError } from './errors/idempotency-options.error';
+export { IdempotencyMisconfiguredError } from './persistence/database-misconfigured';
+export { StoredAnswerError, type StoredAnswerFault } from './encryption/answer-envelope';
+export { EntityTagSyntaxError } from './conditional/entity-tag';
 // At rest encryption of stored answers (key ring, re-encryption job)
 export {
   KeyRing,
