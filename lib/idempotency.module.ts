@@ -20,6 +20,7 @@ import { ConditionalContext } from './conditional/conditional-context';
 import { ConditionalWriter } from './conditional/conditional-writer.service';
 import { ConditionalInterceptor } from './conditional/conditional.interceptor';
 import { CallGate } from './gate/call-gate';
+import { ExactlyOnceEvents } from './events/exactly-once.events';
 import { IdempotentRoutesExplorer } from './gate/idempotent-routes.explorer';
 import { RpcIdempotencyInterceptor } from './rpc/rpc-idempotency.interceptor';
 import { InboxInterceptor } from './inbox/inbox.interceptor';
@@ -70,6 +71,7 @@ const PUBLIC_PROVIDERS = [
   OutboxService,
   OutboxRelay,
   OutboxAdminService,
+  ExactlyOnceEvents,
 ];
 
 /** The library's own machinery (`@internal`): wired here, never exported. */

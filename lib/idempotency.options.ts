@@ -1,5 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import type { EncryptionOptions, KeyRing } from './encryption/key-ring';
+import type { ExactlyOnceEvent } from './events/exactly-once-event';
 import type {
   ContextResolver,
   IdempotencyEndpointOptions,
@@ -110,6 +111,16 @@ export interface IdempotencyModuleOptions extends IdempotencyEndpointOptions<any
    * `ProblemDetailsFilter` (or a subclass) is among the app's global filters. Default `true`.
    */
   problemDetailsFilter?: boolean;
+  /**
+   * Called (synchronously, errors ignored and logged) for every event of the library: the gate's
+   * answers (`gate.created`, `gate.replayed`, `gate.conflict`, `gate.mismatch`; an endpoint's
+   * own `@Idempotent({ onEvent })` replaces this hook for its requests), the relay's
+   * (`relay.published`, `relay.retry`, `relay.dead`, `relay.lease-lost`) and the inbox's
+   * (`inbox.processed`, `inbox.duplicate`, `inbox.failed`). Switch on `event.type`. Keep it fast:
+   * it runs on the request's and the relay's path. The same events: `ExactlyOnceEvents.events$`
+   * and the diagnostics channels `EVENT_CHANNELS`.
+   */
+  onEvent?: { hook(event: ExactlyOnceEvent): void }['hook'];
 }
 
 /** Options with every default applied. */

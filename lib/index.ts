@@ -59,6 +59,20 @@ export {
 } from './persistence/redis-replay-cache.store';
 export { LibraryClock } from './persistence/library-clock';
 export { DIAGNOSTICS_CHANNELS } from './diagnostics/diagnostics.channels';
+// Events: one union for gate, relay and inbox, through onEvent, ExactlyOnceEvents.events$ and EVENT_CHANNELS
+export { ExactlyOnceEvents } from './events/exactly-once.events';
+export { EVENT_CHANNELS } from './events/event.channels';
+export type {
+  ExactlyOnceEvent,
+  ExactlyOnceEventFamily,
+  GateEvent,
+  RelayEvent,
+  RelayPublishedEvent,
+  RelayRetryEvent,
+  RelayDeadEvent,
+  RelayLeaseLostEvent,
+  InboxEvent,
+} from './events/exactly-once-event';
 
 // HTTP idempotency gate
 export { Idempotent } from './gate/idempotent.decorator';

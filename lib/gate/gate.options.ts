@@ -120,6 +120,8 @@ export type KeyFrom<TData = any, TContext = any> = (
 
 /** What an `onEvent` hook is told about a guarded request. */
 export interface IdempotencyEvent<TRequest = any> {
+  /** `gate.<kind>`: the event's place in the `ExactlyOnceEvent` union. */
+  type: `gate.${IdempotencyEvent['kind']}`;
   /**
    * `created`: a first execution's answer was stored; `replayed`: a stored answer was sent again;
    * `conflict`: 409, the first request with this key is still in flight; `mismatch`: 422 (or the
