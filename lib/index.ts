@@ -1,4 +1,7 @@
 // Public API of nestjs-exactly-once: every export by name; nothing marked @internal.
+// Optional parts have their own entry points (lib/entries/, package.json `exports`):
+// `nestjs-exactly-once/admin`, `/redis`, `/kafka`, `/service-bus`, `/client-proxy`, and
+// `/client`, `/testing`. Their root re-exports below are deprecated (kept for one minor version).
 export { IdempotencyModule } from './idempotency.module';
 export type {
   IdempotencyModuleAsyncOptions,
@@ -52,6 +55,7 @@ export {
   type ReencryptReport,
 } from './encryption/reencrypt-stored-answers';
 export type { ReplayCacheStore } from './persistence/replay-cache.store';
+/** @deprecated Import from `nestjs-exactly-once/redis`; this root re-export is removed in the next minor version. */
 export {
   RedisReplayCacheStore,
   type RedisCommandClient,
@@ -111,24 +115,30 @@ export {
   PublisherUnavailableError,
 } from './outbox/outbox.errors';
 export { isConnectionError } from './outbox/outbox-unavailable';
+/** @deprecated Import from `nestjs-exactly-once/client-proxy`; this root re-export is removed in the next minor version. */
 export { ClientProxyPublisher } from './outbox/publishers/client-proxy.publisher';
+/** @deprecated Import from `nestjs-exactly-once/client-proxy`; this root re-export is removed in the next minor version. */
 export type {
   ClientProxyPublisherOptions,
   ClientProxyTransport,
   OutboxEnvelope,
 } from './outbox/publishers/client-proxy.publisher';
+/** @deprecated Import from `nestjs-exactly-once/service-bus`; this root re-export is removed in the next minor version. */
 export { ServiceBusPublisher } from './outbox/publishers/service-bus.publisher';
+/** @deprecated Import from `nestjs-exactly-once/service-bus`; this root re-export is removed in the next minor version. */
 export type {
   ServiceBusPublisherOptions,
   ServiceBusSenderLike,
   ServiceBusMessageLike,
   ServiceBusMessageBatchLike,
 } from './outbox/publishers/service-bus.publisher';
+/** @deprecated Import from `nestjs-exactly-once/kafka`; this root re-export is removed in the next minor version. */
 export {
   KafkaPublisher,
   KafkaBatchInFlightError,
   isKafkaUnavailableError,
 } from './outbox/publishers/kafka.publisher';
+/** @deprecated Import from `nestjs-exactly-once/kafka`; this root re-export is removed in the next minor version. */
 export type {
   KafkaPublisherOptions,
   KafkaClientLike,
@@ -225,15 +235,24 @@ export type {
   RequeueResult,
   InboxResetResult,
 } from './maintenance/admin.service';
+/** @deprecated Import from `nestjs-exactly-once/admin`; this root re-export is removed in the next minor version. */
 export { IdempotencyAdminModule } from './maintenance/admin.module';
+/** @deprecated Import from `nestjs-exactly-once/admin`; this root re-export is removed in the next minor version. */
 export type { AdminModuleOptions } from './maintenance/admin.module';
+/** @deprecated Import from `nestjs-exactly-once/admin`; this root re-export is removed in the next minor version. */
 export { createAdminController, ADMIN_PROBLEM_TYPES } from './maintenance/admin.controller';
+/** @deprecated Import from `nestjs-exactly-once/admin`; this root re-export is removed in the next minor version. */
 export type { AdminControllerOptions } from './maintenance/admin.controller';
+/** @deprecated Import from `nestjs-exactly-once/admin`; this root re-export is removed in the next minor version. */
 export { AdminSameOriginGuard, defaultAdminPrincipal } from './maintenance/admin-request.guard';
+/** @deprecated Import from `nestjs-exactly-once/admin`; this root re-export is removed in the next minor version. */
 export type { AdminPrincipalResolver } from './maintenance/admin-request.guard';
+/** @deprecated Import from `nestjs-exactly-once/admin`; this root re-export is removed in the next minor version. */
 export { createAdminConsoleController } from './maintenance/console/console.controller';
+/** @deprecated Import from `nestjs-exactly-once/admin`; this root re-export is removed in the next minor version. */
 export type {
   AdminConsoleControllerOptions,
   AdminConsoleOptions,
 } from './maintenance/console/console.options';
+/** @deprecated Import from `nestjs-exactly-once/admin`; this root re-export is removed in the next minor version. */
 export { CONSOLE_CSP } from './maintenance/console/console.security';
