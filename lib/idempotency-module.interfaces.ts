@@ -1,22 +1,24 @@
+import type { ConfigurableModuleOptionsFactory } from '@nestjs/common';
 import type {
-  InjectionToken,
-  ModuleMetadata,
-  OptionalFactoryDependency,
-  Provider,
-  Type,
-} from '@nestjs/common';
+  IDEMPOTENCY_ASYNC_OPTIONS_TYPE,
+  IDEMPOTENCY_OPTIONS_TYPE,
+} from './idempotency.module-definition';
 import type { IdempotencyModuleOptions } from './idempotency.options';
 
-export interface IdempotencyOptionsFactory {
-  createIdempotencyOptions(): Promise<IdempotencyModuleOptions> | IdempotencyModuleOptions;
-}
+export type { IdempotencyModuleExtras } from './idempotency.module-definition';
 
-export interface IdempotencyModuleAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
-  useFactory?: (...args: any[]) => Promise<IdempotencyModuleOptions> | IdempotencyModuleOptions;
-  /** Providers given to `useFactory`, in order. */
-  inject?: Array<InjectionToken | OptionalFactoryDependency>;
-  useClass?: Type<IdempotencyOptionsFactory>;
-  useExisting?: Type<IdempotencyOptionsFactory>;
-  /** Extra providers available to the factory. */
-  extraProviders?: Provider[];
-}
+/** A class that makes the module options, for `forRootAsync({ useClass })` / `useExisting`. */
+export type IdempotencyOptionsFactory = ConfigurableModuleOptionsFactory<
+  IdempotencyModuleOptions,
+  'createIdempotencyOptions'
+>;
+
+/** What `IdempotencyModule.forRoot()` takes: the options and the extras (`isGlobal`). */
+export type IdempotencyModuleForRootOptions = typeof IDEMPOTENCY_OPTIONS_TYPE;
+
+/**
+ * What `IdempotencyModule.forRootAsync()` takes: `imports`, `inject` and one of `useFactory`,
+ * `useClass`, `useExisting` (Nest's `ConfigurableModuleAsyncOptions`), and the extras
+ * (`isGlobal`, `extraProviders`).
+ */
+export type IdempotencyModuleAsyncOptions = typeof IDEMPOTENCY_ASYNC_OPTIONS_TYPE;

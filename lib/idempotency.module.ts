@@ -1,10 +1,16 @@
-import { DynamicModule, Global, Module, Provider } from '@nestjs/common';
+import { type DynamicModule, Module, type Provider } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
+import { IdempotencyOptionsError } from './errors/idempotency-options.error';
 import { IDEMPOTENCY_OPTIONS, IDEMPOTENCY_RAW_OPTIONS } from './idempotency.constants';
 import type {
   IdempotencyModuleAsyncOptions,
-  IdempotencyOptionsFactory,
+  IdempotencyModuleForRootOptions,
 } from './idempotency-module.interfaces';
+import {
+  ConfigurableIdempotencyModule,
+  FORROOTASYNC_NEEDS_FACTORY,
+} from './idempotency.module-definition';
+
 import type { IdempotencyModuleOptions } from './idempotency.options';
 import { resolveOptions } from './idempotency-options.resolver';
 import { IdempotencyContext } from './gate/idempotency-context';
@@ -14,6 +20,7 @@ import { ConditionalContext } from './conditional/conditional-context';
 import { ConditionalWriter } from './conditional/conditional-writer.service';
 import { ConditionalInterceptor } from './conditional/conditional.interceptor';
 import { CallGate } from './gate/call-gate';
+import { ExactlyOnceEvents } from './events/exactly-once.events';
 import { IdempotentRoutesExplorer } from './gate/idempotent-routes.explorer';
 import { RpcIdempotencyInterceptor } from './rpc/rpc-idempotency.interceptor';
 import { InboxInterceptor } from './inbox/inbox.interceptor';
@@ -64,6 +71,7 @@ const PUBLIC_PROVIDERS = [
   OutboxService,
   OutboxRelay,
   OutboxAdminService,
+  ExactlyOnceEvents,
 ];
 
 /** The library's own machinery (`@internal`): wired here, never exported. */
@@ -109,64 +117,36 @@ const optionsProvider: Provider = {
   inject: [IDEMPOTENCY_RAW_OPTIONS],
 };
 
+/** Adds the library's providers to a definition of the builder. */
+function withFeatures(definition: DynamicModule): DynamicModule {
+  return {
+    ...definition,
+    imports: [DiscoveryModule, ...(definition.imports ?? [])],
+    providers: [...(definition.providers ?? []), optionsProvider, ...FEATURE_PROVIDERS],
+    exports: EXPORTS,
+  };
+}
+
 /**
  * Exactly-once effects for a Nest app: the HTTP idempotency gate (`@Idempotent()`), the
  * transactional outbox and relay, the inbox and maintenance, on the app's TypeORM DataSource
- * and nestjs-cls ambient transactions. Global: import it once in the root module.
+ * and nestjs-cls ambient transactions. Global (unless `isGlobal: false`): import it once in the
+ * root module. Defined by `ConfigurableModuleBuilder` (idempotency.module-definition.ts).
  */
-@Global()
 @Module({})
-export class IdempotencyModule {
-  static forRoot(options: IdempotencyModuleOptions = {}): DynamicModule {
-    return {
-      module: IdempotencyModule,
-      imports: [DiscoveryModule],
-      providers: [
-        { provide: IDEMPOTENCY_RAW_OPTIONS, useValue: options },
-        optionsProvider,
-        ...FEATURE_PROVIDERS,
-      ],
-      exports: EXPORTS,
-    };
+export class IdempotencyModule extends ConfigurableIdempotencyModule {
+  /** Registers the module with options given now (every option has a default). */
+  static override forRoot(options: IdempotencyModuleForRootOptions = {}): DynamicModule {
+    return withFeatures(super.forRoot(options));
   }
 
-  static forRootAsync(options: IdempotencyModuleAsyncOptions): DynamicModule {
-    return {
-      module: IdempotencyModule,
-      imports: [DiscoveryModule, ...(options.imports ?? [])],
-      providers: [
-        ...this.asyncProviders(options),
-        ...(options.extraProviders ?? []),
-        optionsProvider,
-        ...FEATURE_PROVIDERS,
-      ],
-      exports: EXPORTS,
-    };
-  }
-
-  private static asyncProviders(options: IdempotencyModuleAsyncOptions): Provider[] {
-    if (options.useFactory) {
-      return [
-        {
-          provide: IDEMPOTENCY_RAW_OPTIONS,
-          useFactory: options.useFactory,
-          inject: options.inject ?? [],
-        },
-      ];
-    }
-    const factoryClass = options.useClass ?? options.useExisting;
-    if (!factoryClass)
-      throw new Error(
-        'IdempotencyModule.forRootAsync() needs useFactory, useClass or useExisting.',
-      );
-    const providers: Provider[] = [
-      {
-        provide: IDEMPOTENCY_RAW_OPTIONS,
-        useFactory: (f: IdempotencyOptionsFactory) => f.createIdempotencyOptions(),
-        inject: [factoryClass],
-      },
-    ];
-    if (options.useClass) providers.push({ provide: options.useClass, useClass: options.useClass });
-    return providers;
+  /**
+   * Registers the module with options made by a factory (`useFactory` with `inject`), a class
+   * (`useClass`) or an existing provider (`useExisting`) implementing `IdempotencyOptionsFactory`.
+   */
+  static override forRootAsync(options: IdempotencyModuleAsyncOptions): DynamicModule {
+    if (!options?.useFactory && !options?.useClass && !options?.useExisting)
+      throw new IdempotencyOptionsError(FORROOTASYNC_NEEDS_FACTORY);
+    return withFeatures(super.forRootAsync(options));
   }
 }

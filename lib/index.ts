@@ -1,7 +1,12 @@
 // Public API of nestjs-exactly-once: every export by name; nothing marked @internal.
+// Optional parts have their own entry points (lib/entries/, package.json `exports`):
+// `nestjs-exactly-once/admin`, `/redis`, `/kafka`, `/service-bus`, `/client-proxy`, and
+// `/client`, `/testing`. Their root re-exports below are deprecated (kept for one minor version).
 export { IdempotencyModule } from './idempotency.module';
 export type {
   IdempotencyModuleAsyncOptions,
+  IdempotencyModuleExtras,
+  IdempotencyModuleForRootOptions,
   IdempotencyOptionsFactory,
 } from './idempotency-module.interfaces';
 export {
@@ -30,6 +35,12 @@ export {
   type IdempotencyModuleOptions,
 } from './idempotency.options';
 export { REPLAYED_HEADER } from './idempotency.constants';
+// Errors: every error the library throws at the app extends ExactlyOnceError (`code`, data in fields)
+export { ExactlyOnceError } from './errors/exactly-once.error';
+export { IdempotencyOptionsError } from './errors/idempotency-options.error';
+export { IdempotencyMisconfiguredError } from './persistence/database-misconfigured';
+export { StoredAnswerError, type StoredAnswerFault } from './encryption/answer-envelope';
+export { EntityTagSyntaxError } from './conditional/entity-tag';
 // At rest encryption of stored answers (key ring, re-encryption job)
 export {
   KeyRing,
@@ -44,6 +55,7 @@ export {
   type ReencryptReport,
 } from './encryption/reencrypt-stored-answers';
 export type { ReplayCacheStore } from './persistence/replay-cache.store';
+/** @deprecated Import from `nestjs-exactly-once/redis`; this root re-export is removed in the next minor version. */
 export {
   RedisReplayCacheStore,
   type RedisCommandClient,
@@ -51,6 +63,20 @@ export {
 } from './persistence/redis-replay-cache.store';
 export { LibraryClock } from './persistence/library-clock';
 export { DIAGNOSTICS_CHANNELS } from './diagnostics/diagnostics.channels';
+// Events: one union for gate, relay and inbox, through onEvent, ExactlyOnceEvents.events$ and EVENT_CHANNELS
+export { ExactlyOnceEvents } from './events/exactly-once.events';
+export { EVENT_CHANNELS } from './events/event.channels';
+export type {
+  ExactlyOnceEvent,
+  ExactlyOnceEventFamily,
+  GateEvent,
+  RelayEvent,
+  RelayPublishedEvent,
+  RelayRetryEvent,
+  RelayDeadEvent,
+  RelayLeaseLostEvent,
+  InboxEvent,
+} from './events/exactly-once-event';
 
 // HTTP idempotency gate
 export { Idempotent } from './gate/idempotent.decorator';
@@ -89,24 +115,30 @@ export {
   PublisherUnavailableError,
 } from './outbox/outbox.errors';
 export { isConnectionError } from './outbox/outbox-unavailable';
+/** @deprecated Import from `nestjs-exactly-once/client-proxy`; this root re-export is removed in the next minor version. */
 export { ClientProxyPublisher } from './outbox/publishers/client-proxy.publisher';
+/** @deprecated Import from `nestjs-exactly-once/client-proxy`; this root re-export is removed in the next minor version. */
 export type {
   ClientProxyPublisherOptions,
   ClientProxyTransport,
   OutboxEnvelope,
 } from './outbox/publishers/client-proxy.publisher';
+/** @deprecated Import from `nestjs-exactly-once/service-bus`; this root re-export is removed in the next minor version. */
 export { ServiceBusPublisher } from './outbox/publishers/service-bus.publisher';
+/** @deprecated Import from `nestjs-exactly-once/service-bus`; this root re-export is removed in the next minor version. */
 export type {
   ServiceBusPublisherOptions,
   ServiceBusSenderLike,
   ServiceBusMessageLike,
   ServiceBusMessageBatchLike,
 } from './outbox/publishers/service-bus.publisher';
+/** @deprecated Import from `nestjs-exactly-once/kafka`; this root re-export is removed in the next minor version. */
 export {
   KafkaPublisher,
   KafkaBatchInFlightError,
   isKafkaUnavailableError,
 } from './outbox/publishers/kafka.publisher';
+/** @deprecated Import from `nestjs-exactly-once/kafka`; this root re-export is removed in the next minor version. */
 export type {
   KafkaPublisherOptions,
   KafkaClientLike,
@@ -203,15 +235,24 @@ export type {
   RequeueResult,
   InboxResetResult,
 } from './maintenance/admin.service';
+/** @deprecated Import from `nestjs-exactly-once/admin`; this root re-export is removed in the next minor version. */
 export { IdempotencyAdminModule } from './maintenance/admin.module';
+/** @deprecated Import from `nestjs-exactly-once/admin`; this root re-export is removed in the next minor version. */
 export type { AdminModuleOptions } from './maintenance/admin.module';
+/** @deprecated Import from `nestjs-exactly-once/admin`; this root re-export is removed in the next minor version. */
 export { createAdminController, ADMIN_PROBLEM_TYPES } from './maintenance/admin.controller';
+/** @deprecated Import from `nestjs-exactly-once/admin`; this root re-export is removed in the next minor version. */
 export type { AdminControllerOptions } from './maintenance/admin.controller';
+/** @deprecated Import from `nestjs-exactly-once/admin`; this root re-export is removed in the next minor version. */
 export { AdminSameOriginGuard, defaultAdminPrincipal } from './maintenance/admin-request.guard';
+/** @deprecated Import from `nestjs-exactly-once/admin`; this root re-export is removed in the next minor version. */
 export type { AdminPrincipalResolver } from './maintenance/admin-request.guard';
+/** @deprecated Import from `nestjs-exactly-once/admin`; this root re-export is removed in the next minor version. */
 export { createAdminConsoleController } from './maintenance/console/console.controller';
+/** @deprecated Import from `nestjs-exactly-once/admin`; this root re-export is removed in the next minor version. */
 export type {
   AdminConsoleControllerOptions,
   AdminConsoleOptions,
 } from './maintenance/console/console.options';
+/** @deprecated Import from `nestjs-exactly-once/admin`; this root re-export is removed in the next minor version. */
 export { CONSOLE_CSP } from './maintenance/console/console.security';

@@ -1,3 +1,5 @@
+import { ExactlyOnceError } from '../errors/exactly-once.error';
+
 /**
  * One command of the `nestjs-exactly-once` CLI, in its own file under cli/commands/ and listed
  * once in cli.ts. `run` gets the arguments after the command's words and resolves to the exit
@@ -13,11 +15,11 @@ export interface CliCommand {
 }
 
 /** Bad usage: the dispatcher prints the message and the command's usage, exit code 2. */
-export class CliUsageError extends Error {
-  override name = 'CliUsageError';
+export class CliUsageError extends ExactlyOnceError {
+  readonly code = 'CLI_USAGE';
 }
 
 /** The command could not do its work (e.g. the database cannot be reached): exit code 2. */
-export class CliFailure extends Error {
-  override name = 'CliFailure';
+export class CliFailure extends ExactlyOnceError {
+  readonly code = 'CLI_FAILURE';
 }

@@ -1,3 +1,5 @@
+import { ExactlyOnceError } from '../errors/exactly-once.error';
+
 /**
  * Entity tags (RFC 9110 §8.8.3): `"opaque"` (strong) or `W/"opaque"` (weak), and the two
  * comparison functions of §8.8.3.2.
@@ -12,7 +14,9 @@ export interface EntityTag {
 export type EntityTagCondition = '*' | EntityTag[];
 
 /** Thrown by the parser with a reason fit for a 400 answer. */
-export class EntityTagSyntaxError extends Error {}
+export class EntityTagSyntaxError extends ExactlyOnceError {
+  readonly code = 'ENTITY_TAG_SYNTAX';
+}
 
 /** etagc = %x21 / %x23-7E / obs-text (%x80-FF). */
 const isEtagc = (code: number) =>

@@ -1,4 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { ExactlyOnceError } from '../errors/exactly-once.error';
 import type { KeyRing } from './key-ring';
 import { LEGACY_KEY_ID } from './key-ring';
 import {
@@ -34,14 +35,15 @@ export interface AnswerIdentity {
 export type StoredAnswerFault = 'key-unknown' | 'plaintext' | 'unreadable';
 
 /** A stored answer that cannot be opened; `keyId` names the missing key (`key-unknown`). */
-export class StoredAnswerError extends Error {
+export class StoredAnswerError extends ExactlyOnceError {
+  readonly code = 'STORED_ANSWER_UNREADABLE';
+
   constructor(
     readonly fault: StoredAnswerFault,
     message: string,
     readonly keyId?: string,
   ) {
     super(message);
-    this.name = 'StoredAnswerError';
   }
 }
 

@@ -1,4 +1,5 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
+import { ExactlyOnceEvents } from '../events/exactly-once.events';
 import { ClsServiceManager } from 'nestjs-cls';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type {
@@ -101,6 +102,7 @@ export class CallGate {
     private readonly ledger: IdempotencyLedger,
     private readonly metrics: MetricsService,
     @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
+    @Optional() private readonly events: ExactlyOnceEvents = new ExactlyOnceEvents(options),
   ) {
     this.registry = new InFlightRegistry(() => ledger.singleWriter);
     this.logger = new LibraryLogger(options.logger, 'Idempotency');
@@ -366,20 +368,23 @@ export class CallGate {
 
   private emit(call: GuardedCall, kind: IdempotencyEvent['kind'], status: number): void {
     const onEvent = call.opts.onEvent;
-    if (!onEvent) return;
+    if (!onEvent && !this.events.observed('gate')) return;
+    const event: IdempotencyEvent = {
+      type: `gate.${kind}`,
+      kind,
+      keyHash: call.info.keyHash,
+      method: call.context.toUpperCase(),
+      path: call.subject,
+      mode: call.opts.mode,
+      status,
+      request: call.request,
+    };
     try {
-      onEvent({
-        kind,
-        keyHash: call.info.keyHash,
-        method: call.context.toUpperCase(),
-        path: call.subject,
-        mode: call.opts.mode,
-        status,
-        request: call.request,
-      });
+      onEvent?.(event);
     } catch (e) {
       this.log('warn', 'on-event-failed', call, { error: errorText(e) });
     }
+    this.events.emit(event, false);
   }
 
   private log(

@@ -1,5 +1,6 @@
 import type { Subscriber } from 'rxjs';
 import type { IdempotencyEvent, ResolvedIdempotencyOptions } from '../idempotency.options';
+import { ExactlyOnceEvents } from '../events/exactly-once.events';
 import { LibraryLogger } from '../observability/library-logger';
 import { type MetricsService } from '../observability/metrics.service';
 import type { LedgerDecision, SettledDecision } from '../persistence/idempotency-ledger';
@@ -40,6 +41,7 @@ export class GateAnswers {
   constructor(
     private readonly metrics: MetricsService,
     private readonly options: ResolvedIdempotencyOptions,
+    private readonly events: ExactlyOnceEvents = new ExactlyOnceEvents(),
   ) {
     this.logger = new LibraryLogger(options.logger, 'Idempotency');
   }
@@ -152,7 +154,7 @@ export class GateAnswers {
   }
 
   private emitFor(g: GuardedRequest, a: GateAnswer): void {
-    if (!g.opts.onEvent) return;
+    if (!g.opts.onEvent && !this.events.observed('gate')) return;
     if (a.kind === 'replay') return this.emit(g, 'replayed', a.snapshot.status);
     const { type, status } = a.error.problem;
     if (type === PROBLEM_TYPES.mismatch) this.emit(g, 'mismatch', status);
@@ -162,20 +164,23 @@ export class GateAnswers {
 
   private emit(g: GuardedRequest, kind: IdempotencyEvent['kind'], status: number): void {
     const onEvent = g.opts.onEvent;
-    if (!onEvent) return;
+    if (!onEvent && !this.events.observed('gate')) return;
+    const event: IdempotencyEvent = {
+      type: `gate.${kind}`,
+      kind,
+      keyHash: g.info.keyHash,
+      method: g.method,
+      path: g.path,
+      mode: g.opts.mode,
+      status,
+      request: g.req,
+    };
     try {
-      onEvent({
-        kind,
-        keyHash: g.info.keyHash,
-        method: g.method,
-        path: g.path,
-        mode: g.opts.mode,
-        status,
-        request: g.req,
-      });
+      onEvent?.(event);
     } catch (e) {
       this.log('warn', 'on-event-failed', g, { error: errorText(e) });
     }
+    this.events.emit(event, false);
   }
 
   /** One structured log event per gate event (only the key's hash, never the key). */

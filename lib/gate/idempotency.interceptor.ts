@@ -1,4 +1,11 @@
-import { CallHandler, ExecutionContext, Inject, Injectable, NestInterceptor } from '@nestjs/common';
+import {
+  CallHandler,
+  ExecutionContext,
+  Inject,
+  Injectable,
+  NestInterceptor,
+  Optional,
+} from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { ClsServiceManager } from 'nestjs-cls';
 import { context as otelContext } from '@opentelemetry/api';
@@ -12,6 +19,7 @@ import { IdempotencyLedger, type SettledDecision } from '../persistence/idempote
 import type { ProblemException } from '../problem-details';
 import { toRetryAfterSeconds } from '../persistence/time';
 import { answerAfterPoll } from './answer-after-poll';
+import { ExactlyOnceEvents } from '../events/exactly-once.events';
 import { GateAnswers } from './gate-answers';
 import type { GuardedRequest } from './guarded-request';
 import { HandlerExecution } from './handler-execution';
@@ -62,10 +70,11 @@ export class IdempotencyInterceptor implements NestInterceptor {
     private readonly ledger: IdempotencyLedger,
     metrics: MetricsService,
     @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
+    @Optional() events?: ExactlyOnceEvents,
   ) {
     this.endpoints = new EndpointOptionsCache(reflector, options);
     this.registry = new InFlightRegistry(() => ledger.singleWriter);
-    this.answers = new GateAnswers(metrics, options);
+    this.answers = new GateAnswers(metrics, options, events);
     const handler = new HandlerExecution(db, ledger, this.answers, metrics, options);
     this.transactional = new TransactionalMode(db, ledger, this.answers, handler, this.registry);
     this.leased = new LeasedMode(db, ledger, this.answers, handler, this.registry);

@@ -8,7 +8,7 @@ import {
 } from '../encryption/answer-envelope';
 import { ENVELOPE_MALFORMED } from '../encryption/encryption.messages';
 import type { KeyRing } from '../encryption/key-ring';
-import { NEVER_STORED_HEADERS } from '../idempotency.options';
+import { NEVER_STORED_HEADERS } from './gate.options';
 
 /** A stored answer: status, allow-listed headers and the body bytes. */
 export interface ResponseSnapshot {

@@ -1,4 +1,4 @@
-import type { InboxOptions } from '../idempotency.options';
+import type { InboxOptions } from './inbox.options';
 import { outboxBackoffMs } from '../outbox/outbox-backoff';
 import { BACKOFF_INVALID } from './inbox.messages';
 

@@ -1,4 +1,4 @@
-import type { InboxAcknowledge } from '../idempotency.options';
+import type { InboxAcknowledge } from './inbox.options';
 import type { ConsumedMessage } from './inbox.interfaces';
 import type { InboxRetryTimers } from './inbox-retry.timers';
 

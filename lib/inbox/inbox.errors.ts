@@ -1,15 +1,20 @@
 import type { RpcException } from '@nestjs/microservices';
+import { ExactlyOnceError } from '../errors/exactly-once.error';
 import { problem, PROBLEM_TYPES } from '../problem-details';
 import { rpcProblem } from '../rpc/rpc.errors';
 import { MESSAGE_FAILED, MESSAGE_ID_MISSING, REPLY_NOT_STORED } from './inbox.messages';
 
 /** A consumed message has no id: it is refused rather than processed without de-duplication. */
-export class InboxMessageIdMissingError extends Error {
-  override readonly name = 'InboxMessageIdMissingError';
+export class InboxMessageIdMissingError extends ExactlyOnceError {
+  readonly code = 'INBOX_MESSAGE_ID_MISSING';
 
+  /**
+   * @param consumer the consumer's name.
+   * @param looked where the id was looked for.
+   */
   constructor(
     readonly consumer: string,
-    looked: string,
+    readonly looked: string,
   ) {
     super(MESSAGE_ID_MISSING(consumer, looked));
   }
@@ -19,8 +24,8 @@ export class InboxMessageIdMissingError extends Error {
  * A message whose inbox record says `failed` (it exhausted `maxAttempts`) was delivered again
  * under `onMaxAttempts: 'rethrow'`: the handler does not run, the broker's dead-lettering decides.
  */
-export class InboxMessageFailedError extends Error {
-  override readonly name = 'InboxMessageFailedError';
+export class InboxMessageFailedError extends ExactlyOnceError {
+  readonly code = 'INBOX_MESSAGE_FAILED';
 
   constructor(
     readonly consumer: string,

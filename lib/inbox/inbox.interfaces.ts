@@ -1,4 +1,4 @@
-import type { InboxAcknowledge, InboxOptions } from '../idempotency.options';
+import type { InboxAcknowledge, InboxOptions } from './inbox.options';
 
 /** How one delivery ended. */
 export type InboxResult<T> =

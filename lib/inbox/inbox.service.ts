@@ -1,4 +1,6 @@
 import { Inject, Injectable, OnModuleDestroy, OnModuleInit, Optional } from '@nestjs/common';
+import type { InboxEvent } from '../events/exactly-once-event';
+import { ExactlyOnceEvents } from '../events/exactly-once.events';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { InboxOptions, ResolvedIdempotencyOptions } from '../idempotency.options';
 import { LibraryLogger } from '../observability/library-logger';
@@ -76,6 +78,8 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
     readonly deliveries: InboxDeliveries,
     /** Commits Kafka offsets for `@IdempotentConsumer()` handlers under `autoCommit: false`. @internal */
     @Optional() readonly kafkaOffsets?: KafkaOffsetCommitter,
+    /** The library's events (`inbox.processed`, `inbox.duplicate`, `inbox.failed`). @internal */
+    @Optional() readonly events: ExactlyOnceEvents = new ExactlyOnceEvents(options),
   ) {}
 
   /** Nest lifecycle hook: registers this service as the one `@IdempotentConsumer()` handlers run through. */
@@ -261,12 +265,15 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
     switch (claim.outcome) {
       case 'claimed':
         this.metrics.inboxProcessed.add(1, attrs);
+        this.emit('processed', consumer, messageId, claim.attempts);
         return { status: 'processed', duplicate: false, result, attempts: claim.attempts };
       case 'processed':
         this.metrics.inboxDuplicates.add(1, attrs);
+        this.emit('duplicate', consumer, messageId, claim.attempts);
         return { status: 'duplicate', duplicate: true, attempts: claim.attempts };
       case 'failed': {
         this.metrics.inboxDuplicates.add(1, attrs);
+        this.emit('duplicate', consumer, messageId, claim.attempts);
         if (opts.onMaxAttempts === 'ack')
           return { status: 'failed', duplicate: true, attempts: claim.attempts };
         const row = await this.find(consumer, messageId).catch(() => undefined);
@@ -304,6 +311,7 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
     if (count.status === 'processed') {
       // Another delivery of the same message committed meanwhile: nothing is left to do.
       this.metrics.inboxDuplicates.add(1, { consumer });
+      this.emit('duplicate', consumer, messageId, count.attempts);
       return { status: 'duplicate', duplicate: true, attempts: count.attempts };
     }
     if (count.status !== 'failed') {
@@ -313,8 +321,23 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
     }
     this.metrics.inboxFailed.add(1, { consumer });
     this.logger.error(GAVE_UP(consumer, messageId, count.attempts), (error as Error)?.stack);
+    this.emit('failed', consumer, messageId, count.attempts, describe(error));
     if (opts.onMaxAttempts === 'rethrow') throw error;
     return { status: 'failed', duplicate: false, attempts: count.attempts, error };
+  }
+
+  /** Tells the library's events what became of a message (nothing is built when nobody listens). */
+  private emit(
+    kind: InboxEvent['kind'],
+    consumer: string,
+    messageId: string,
+    attempts: number,
+    error?: string,
+  ): void {
+    if (!this.events.observed('inbox')) return;
+    const event: InboxEvent = { type: `inbox.${kind}`, kind, consumer, messageId, attempts };
+    if (error !== undefined) event.error = error;
+    this.events.emit(event);
   }
 
   private validate(consumer: string, messageId: string): void {

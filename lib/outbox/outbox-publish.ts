@@ -14,7 +14,7 @@ export async function publishWithin(
   messages: OutboxMessage[],
   timeoutMs: number,
 ): Promise<Array<Error | undefined>> {
-  const timeoutError = () => new OutboxPublishTimeoutError(PUBLISH_TIMEOUT(timeoutMs));
+  const timeoutError = () => new OutboxPublishTimeoutError(PUBLISH_TIMEOUT(timeoutMs), timeoutMs);
   if (publisher.publishBatch) {
     try {
       const results = await rejectAfter(publisher.publishBatch(messages), timeoutMs, timeoutError);

@@ -3,10 +3,12 @@ import {
   Inject,
   Injectable,
   OnApplicationBootstrap,
+  Optional,
 } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
+import { ExactlyOnceEvents } from '../events/exactly-once.events';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options';
 import { LibraryLogger, type LibraryLogLevel } from '../observability/library-logger';
@@ -123,6 +125,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     private readonly moduleRef: ModuleRef,
     private readonly signal: OutboxWakeSignal,
     private readonly metrics: MetricsService,
+    @Optional() private readonly events: ExactlyOnceEvents = new ExactlyOnceEvents(options),
   ) {}
 
   /** Nest lifecycle hook: starts the relay with the app's `OutboxPublisher`, unless `outbox.relayEnabled` is false. */
@@ -260,6 +263,14 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       if (marked < sent.length) {
         // Our lease lapsed and another relay took some rows over: it publishes them again.
         this.log('warn', 'lease-lost', { owner, published: sent.length, marked });
+        if (this.events.observed('relay'))
+          this.events.emit({
+            type: 'relay.lease-lost',
+            kind: 'lease-lost',
+            owner,
+            published: sent.length,
+            marked,
+          });
       }
       result.published = sent.length;
       this.counters.published += sent.length;
@@ -269,6 +280,15 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       for (const m of published)
         this.metrics.outboxPublishLag.record(Math.max(0, now - m.createdAt.getTime()));
       this.onPublished(published);
+      if (this.events.observed('relay'))
+        for (const row of sent)
+          this.events.emit({
+            type: 'relay.published',
+            kind: 'published',
+            messageId: row.id,
+            eventType: row.type,
+            attempts: row.attempts + 1,
+          });
     }
     const heldBack = rows.filter((_, i) => unreachable[i]);
     if (heldBack.length) {
@@ -318,6 +338,15 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
             attempts: attempt,
             error: text,
           });
+          if (this.events.observed('relay'))
+            this.events.emit({
+              type: 'relay.dead',
+              kind: 'dead',
+              messageId: row.id,
+              eventType: row.type,
+              attempts: attempt,
+              error: text,
+            });
         } else {
           this.log('warn', 'failed', {
             messageId: row.id,
@@ -326,6 +355,16 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
             retryInMs,
             error: text,
           });
+          if (this.events.observed('relay'))
+            this.events.emit({
+              type: 'relay.retry',
+              kind: 'retry',
+              messageId: row.id,
+              eventType: row.type,
+              attempts: attempt,
+              retryInMs,
+              error: text,
+            });
         }
         this.onFailed(row, error, dead);
       }),

@@ -1,29 +1,46 @@
+import { ExactlyOnceError } from '../errors/exactly-once.error';
 import { MANAGER_NOT_IN_TRANSACTION, TRANSACTION_REQUIRED } from './outbox.messages';
 
 /**
  * `OutboxService.add()` was called with no ambient transaction and no EntityManager of an open
  * transaction: the row would not commit or roll back with the business data.
  */
-export class OutboxTransactionRequiredError extends Error {
-  constructor(managerGiven = false) {
+export class OutboxTransactionRequiredError extends ExactlyOnceError {
+  readonly code = 'OUTBOX_TRANSACTION_REQUIRED';
+
+  /** @param managerGiven an EntityManager was given, but it is not in a transaction. */
+  constructor(readonly managerGiven = false) {
     super(managerGiven ? MANAGER_NOT_IN_TRANSACTION : TRANSACTION_REQUIRED);
-    this.name = 'OutboxTransactionRequiredError';
   }
 }
 
 /** An event given to `OutboxService.add()` cannot be stored (nothing of the call was written). */
-export class InvalidOutboxEventError extends Error {
-  constructor(message: string) {
+export class InvalidOutboxEventError extends ExactlyOnceError {
+  readonly code = 'OUTBOX_EVENT_INVALID';
+
+  /**
+   * @param index the event's position in the `add()` call.
+   * @param reason what is wrong with it.
+   */
+  constructor(
+    message: string,
+    readonly index?: number,
+    readonly reason?: string,
+  ) {
     super(message);
-    this.name = 'InvalidOutboxEventError';
   }
 }
 
 /** A publisher did not confirm a message in `outbox.publishTimeoutMs`. */
-export class OutboxPublishTimeoutError extends Error {
-  constructor(message: string) {
+export class OutboxPublishTimeoutError extends ExactlyOnceError {
+  readonly code = 'OUTBOX_PUBLISH_TIMEOUT';
+
+  /** @param timeoutMs the `outbox.publishTimeoutMs` that passed. */
+  constructor(
+    message: string,
+    readonly timeoutMs?: number,
+  ) {
     super(message);
-    this.name = 'OutboxPublishTimeoutError';
   }
 }
 
@@ -35,9 +52,10 @@ export class OutboxPublishTimeoutError extends Error {
  * from a custom publisher, with the original error as `cause`; or implement
  * `OutboxPublisher.isUnavailable()` to classify errors you do not throw yourself.
  */
-export class PublisherUnavailableError extends Error {
+export class PublisherUnavailableError extends ExactlyOnceError {
+  readonly code = 'OUTBOX_PUBLISHER_UNAVAILABLE';
+
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
-    this.name = 'PublisherUnavailableError';
   }
 }

@@ -92,7 +92,7 @@ export class OutboxService {
     const ids = new Set<string>();
     return events.map((event, index) => {
       const fail = (reason: string): never => {
-        throw new InvalidOutboxEventError(INVALID_EVENT(index, reason));
+        throw new InvalidOutboxEventError(INVALID_EVENT(index, reason), index, reason);
       };
       if (!event || typeof event !== 'object') fail('not an object');
       const { type, id, partitionKey, headers } = event;

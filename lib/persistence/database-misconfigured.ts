@@ -1,3 +1,4 @@
+import { ExactlyOnceError } from '../errors/exactly-once.error';
 import { isMisconfiguredDriverError, someCause } from './dialects/driver-errors';
 
 /**
@@ -6,8 +7,8 @@ import { isMisconfiguredDriverError, someCause } from './dialects/driver-errors'
  * the deployment, not of the request and not a passing outage. Answered 500
  * (`urn:nestjs-exactly-once:problem:misconfigured`, no `Retry-After`): retrying cannot help.
  */
-export class IdempotencyMisconfiguredError extends Error {
-  override readonly name = 'IdempotencyMisconfiguredError';
+export class IdempotencyMisconfiguredError extends ExactlyOnceError {
+  readonly code = 'MISCONFIGURED';
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import { ClsServiceManager } from 'nestjs-cls';
 import type { DataSource, QueryRunner } from 'typeorm';
-import type { StrayWritesPolicy } from '../idempotency.options';
+import type { StrayWritesPolicy } from './stray-writes.options';
 import { IdempotencyMisconfiguredError } from './database-misconfigured';
 import { STRAY_WRITE_REFUSED, STRAY_WRITE_SEEN } from './persistence.messages';
 

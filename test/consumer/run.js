@@ -290,6 +290,27 @@ function withoutBabelfishIndexChurn(app, file, migration) {
   return statements.length;
 }
 
+/**
+ * A file of the app that imports the optional parts from their subpath entry points
+ * (`nestjs-exactly-once/admin`, `/redis`, `/kafka`, `/service-bus`, `/client-proxy`): the app's
+ * tsc resolves their types (package.json `exports`, or `typesVersions`) and builds it.
+ */
+const SUBPATHS_SOURCE = `import { IdempotencyAdminModule, type AdminModuleOptions } from 'nestjs-exactly-once/admin';
+import { ClientProxyPublisher } from 'nestjs-exactly-once/client-proxy';
+import { KafkaPublisher, type KafkaPublisherOptions } from 'nestjs-exactly-once/kafka';
+import { RedisReplayCacheStore } from 'nestjs-exactly-once/redis';
+import { ServiceBusPublisher } from 'nestjs-exactly-once/service-bus';
+
+export const optionalParts = [
+  IdempotencyAdminModule,
+  ClientProxyPublisher,
+  KafkaPublisher,
+  RedisReplayCacheStore,
+  ServiceBusPublisher,
+];
+export type OptionalPartOptions = AdminModuleOptions | KafkaPublisherOptions;
+`;
+
 /** The tutorial's app for one database: its code blocks as src/, then its `consumer:migrate` lines. */
 async function build(target, kind, env, babelfish) {
   const { app, name } = target;
@@ -300,6 +321,8 @@ async function build(target, kind, env, babelfish) {
     mkdirSync(dirname(join(app, file)), { recursive: true });
     writeFileSync(join(app, file), code);
   }
+  // The optional parts' entry points, compiled with the app (its module resolution and types).
+  writeFileSync(join(app, 'src', 'subpaths.ts'), SUBPATHS_SOURCE);
   if (target.type === 'commonjs' && !target.typesChecked) {
     // The CommonJS app compiles with noImplicitAny off, where a package whose types did not
     // resolve would be \`any\` without a word: checked with it on (nodenext resolution, as the
@@ -353,11 +376,18 @@ function oneCopy(target) {
     `import { createRequire } from 'node:module';
 import * as root from 'nestjs-exactly-once';
 import * as client from 'nestjs-exactly-once/client';
+import * as kafka from 'nestjs-exactly-once/kafka';
+import * as admin from 'nestjs-exactly-once/admin';
 const require = createRequire(import.meta.url);
 const same =
   root.IdempotencyModule === require('nestjs-exactly-once').IdempotencyModule &&
   root.OutboxService === require('nestjs-exactly-once').OutboxService &&
-  client.createIdempotentFetch === require('nestjs-exactly-once/client').createIdempotentFetch;
+  client.createIdempotentFetch === require('nestjs-exactly-once/client').createIdempotentFetch &&
+  typeof kafka.KafkaPublisher === 'function' &&
+  kafka.KafkaPublisher === require('nestjs-exactly-once/kafka').KafkaPublisher &&
+  kafka.KafkaPublisher === root.KafkaPublisher &&
+  typeof admin.IdempotencyAdminModule === 'function' &&
+  admin.IdempotencyAdminModule === require('nestjs-exactly-once/admin').IdempotencyAdminModule;
 const copies = Object.keys(require.cache).filter((k) => /nestjs-exactly-once[\\/]dist[\\/]lib[\\/]index\\.js$/.test(k));
 if (!same || copies.length !== 1 || typeof root.IdempotencyModule !== 'function') {
   console.error('not one copy', { same, copies });
@@ -370,7 +400,7 @@ if (!same || copies.length !== 1 || typeof root.IdempotencyModule !== 'function'
   } finally {
     rmSync(probe, { force: true });
   }
-  log(`${target.name}: import and require of the package and of ./client share one copy: ok`);
+  log(`${target.name}: import and require of the package, ./client, ./kafka and ./admin share one copy: ok`);
 }
 
 async function startApp(app, env) {

@@ -50,40 +50,43 @@ describe.each(platforms)('gate lifecycle on sqlite / %s', (platform) => {
     },
   );
 
-  it.each<Registration>(['forRoot', 'forRootAsync:useFactory', 'forRootAsync:useClass'])(
-    'applies the options given through %s',
-    async (registration) => {
-      const app = await startGateFixture({
-        dbUrl: db.url,
-        platform,
-        registration,
-        options: { headerName: 'X-Request-Key', mismatchStatus: 409 },
-      });
-      try {
-        const url = `${await baseUrl(app)}/gate/wait`;
-        const customerId = `reg-${randomUUID().slice(0, 8)}`;
-        const missing = await postJson(url, randomUUID(), { customerId });
-        expect(missing.status).toBe(400);
-        expect(missing.json()).toMatchObject({ type: PROBLEM_TYPES.keyMissing });
-        expect(missing.json().detail).toContain('X-Request-Key');
-        const key = randomUUID();
-        const first = await postJson(url, undefined, { customerId }, { 'x-request-key': key });
-        expect(first.status).toBe(201);
-        const replay = await postJson(url, undefined, { customerId }, { 'x-request-key': key });
-        expect(replay.headers.get('idempotency-replayed')).toBe('true');
-        const reused = await postJson(
-          url,
-          undefined,
-          { customerId, amount: 7 },
-          { 'x-request-key': key },
-        );
-        expect(reused.status).toBe(409);
-        expect(reused.json().type).toBe(PROBLEM_TYPES.mismatch);
-      } finally {
-        await app.close();
-      }
-    },
-  );
+  it.each<Registration>([
+    'forRoot',
+    'forRootAsync:useFactory',
+    'forRootAsync:useClass',
+    'forRootAsync:useExisting',
+    'forRootAsync:extraProviders',
+  ])('applies the options given through %s', async (registration) => {
+    const app = await startGateFixture({
+      dbUrl: db.url,
+      platform,
+      registration,
+      options: { headerName: 'X-Request-Key', mismatchStatus: 409 },
+    });
+    try {
+      const url = `${await baseUrl(app)}/gate/wait`;
+      const customerId = `reg-${randomUUID().slice(0, 8)}`;
+      const missing = await postJson(url, randomUUID(), { customerId });
+      expect(missing.status).toBe(400);
+      expect(missing.json()).toMatchObject({ type: PROBLEM_TYPES.keyMissing });
+      expect(missing.json().detail).toContain('X-Request-Key');
+      const key = randomUUID();
+      const first = await postJson(url, undefined, { customerId }, { 'x-request-key': key });
+      expect(first.status).toBe(201);
+      const replay = await postJson(url, undefined, { customerId }, { 'x-request-key': key });
+      expect(replay.headers.get('idempotency-replayed')).toBe('true');
+      const reused = await postJson(
+        url,
+        undefined,
+        { customerId, amount: 7 },
+        { 'x-request-key': key },
+      );
+      expect(reused.status).toBe(409);
+      expect(reused.json().type).toBe(PROBLEM_TYPES.mismatch);
+    } finally {
+      await app.close();
+    }
+  });
 
   it('seals stored answers under encryptionKey; an answer sealed under another key is a 500 problem, never a re-run', async () => {
     const key = randomUUID();

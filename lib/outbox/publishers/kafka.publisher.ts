@@ -1,4 +1,5 @@
 import type { OnApplicationShutdown } from '@nestjs/common';
+import { ExactlyOnceError } from '../../errors/exactly-once.error';
 import type { OutboxMessage } from '../outbox-message.interface';
 import type { OutboxPublisher } from '../outbox-publisher.interface';
 import { KAFKA_BATCH_IN_FLIGHT, KAFKA_OPTIONS_INVALID, MISSING_PACKAGE } from '../outbox.messages';
@@ -78,8 +79,9 @@ function loadKafkaJs(): KafkaJs {
  * A batch the publisher did not send because the previous one is still waiting for Kafka's
  * acknowledgement (the relay gave up waiting for it: the cluster is slow or unreachable).
  */
-export class KafkaBatchInFlightError extends Error {
-  override readonly name = 'KafkaBatchInFlightError';
+export class KafkaBatchInFlightError extends ExactlyOnceError {
+  readonly code = 'KAFKA_BATCH_IN_FLIGHT';
+
   constructor() {
     super(KAFKA_BATCH_IN_FLIGHT);
   }
