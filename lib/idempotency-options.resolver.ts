@@ -56,7 +56,7 @@ export const DEFAULT_OPTIONS: ResolvedIdempotencyOptions = {
     maxAttempts: 10,
     backoffBaseMs: 1000,
     backoffMaxMs: 300_000,
-    ordered: false,
+    ordered: true,
     requireTransaction: true,
     wakeOnCommit: true,
     publishTimeoutMs: 10_000,

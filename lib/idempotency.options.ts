@@ -238,7 +238,15 @@ export interface OutboxOptions {
   /** Backoff base and cap, in ms. Defaults 1000 and 300000. */
   backoffBaseMs?: number;
   backoffMaxMs?: number;
-  /** Never publish a partition key's message while an older one with the same key is pending or in flight. Default false. */
+  /**
+   * Per partition key, publish messages in the order their transactions committed, one at a
+   * time: a key's message is not published while an older one of the key is pending (due or
+   * delayed, failed and waiting for its retry, or in flight). Keyed messages are inserted right
+   * before their transaction's COMMIT under a per-key lock (see docs/outbox.md). Default true.
+   * `false`: no ordering at all: a key's messages are published in parallel, in any order (and
+   * a failed one is overtaken by the next); rows are inserted at `add()`.
+   * Every process of the app must use the same value.
+   */
   ordered?: boolean;
   /** Throw when `add()` is called with no ambient transaction and no explicit EntityManager. Default true. */
   requireTransaction?: boolean;
