@@ -84,7 +84,8 @@ export class OutboxService {
       throw e;
     }
     traced.end();
-    if (deferred.length) this.db.beforeCommit(runner!, this.insertOrdered, { target, rows: deferred });
+    if (deferred.length)
+      this.db.beforeCommit(runner!, this.insertOrdered, { target, rows: deferred });
     if (this.options.outbox.wakeOnCommit) {
       if (inTransaction) afterCommit(runner!, () => this.signal.notify());
       else this.signal.notify();
@@ -175,7 +176,12 @@ export class OutboxService {
       }
       if (typeof payload !== 'string') fail('payload is missing or not JSON-serializable');
       let delayMs = 0;
-      if (delay !== undefined && delay !== null && availableAt !== undefined && availableAt !== null)
+      if (
+        delay !== undefined &&
+        delay !== null &&
+        availableAt !== undefined &&
+        availableAt !== null
+      )
         fail('give delay or availableAt, not both');
       if (delay !== undefined && delay !== null) {
         if (typeof delay !== 'number' || !Number.isFinite(delay) || delay < 0)

@@ -175,11 +175,18 @@ describe.each(databaseKinds())('outbox: commit order per key and delays on %s', 
     const t0 = Date.now();
     await f.txHost.withTransaction(() =>
       f.outbox.add([
-        { id: late, type: 'acct.keyless', payload: { n: 'late' }, availableAt: new Date(t0 + 1500) },
+        {
+          id: late,
+          type: 'acct.keyless',
+          payload: { n: 'late' },
+          availableAt: new Date(t0 + 1500),
+        },
         { id: now, type: 'acct.keyless', payload: { n: 'now' } },
       ]),
     );
-    await eventually('the undelayed one is published', () => publisher.publishedIds().includes(now));
+    await eventually('the undelayed one is published', () =>
+      publisher.publishedIds().includes(now),
+    );
     await eventually('the delayed one is published', () => publisher.publishedIds().includes(late));
     const at = publisher.calls.find((c) => c.ok && c.message.id === late)!.at;
     expect(at - t0).toBeGreaterThanOrEqual(1500 - 50);
