@@ -10,11 +10,23 @@ export interface OutboxEvent<TPayload = unknown> {
   /** String headers that travel with the message (names: printable ASCII, not `message-id`, `message-type`, `partition-key`). */
   headers?: Record<string, string>;
   /**
-   * Partition key, e.g. the aggregate id (at most 255 characters). With `outbox.ordered` the
-   * messages of one key are published in the order they were added; transports with partitions
-   * or sessions (Kafka keys, Service Bus sessions) receive it too.
+   * Partition key, e.g. the aggregate id (at most 255 characters). With `outbox.ordered` (the
+   * default) the messages of one key are published in the order their transactions committed
+   * (in the order added within one transaction), one at a time; transports with partitions or
+   * sessions (Kafka keys, Service Bus sessions) receive it too.
    */
   partitionKey?: string | null;
+  /**
+   * Publish no earlier than this many ms after the add (on the database's clock). A delayed
+   * message of a partition key holds back the key's later messages until it is published
+   * (under `outbox.ordered`). At most 366 days. Not with `availableAt`.
+   */
+  delay?: number;
+  /**
+   * Publish no earlier than this time (read on this process's clock: the message is stored as
+   * due after `availableAt - now`). A time in the past means at once. Not with `delay`.
+   */
+  availableAt?: Date;
   /** The message id consumers de-duplicate by. Default: a new UUID. Printable ASCII, at most 128 characters, unique. */
   id?: string;
 }

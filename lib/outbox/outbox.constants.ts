@@ -18,4 +18,6 @@ export const OUTBOX_LIMITS = {
   headerNameLength: 255,
   /** Stored error text of a failed attempt is cut to this many characters. */
   errorLength: 2000,
+  /** Longest `delay` (or `availableAt` ahead) of a message: 366 days. */
+  maxDelayMs: 366 * 24 * 3600 * 1000,
 } as const;

@@ -22,7 +22,15 @@ export interface OutboxOptions {
   backoffBaseMs?: number;
   /** Longest backoff between two publish attempts of one message, in ms. Default 300000. */
   backoffMaxMs?: number;
-  /** Never publish a partition key's message while an older one with the same key is pending or in flight. Default false. */
+  /**
+   * Per partition key, publish messages in the order their transactions committed, one at a
+   * time: a key's message is not published while an older one of the key is pending (due or
+   * delayed, failed and waiting for its retry, or in flight). Keyed messages are inserted right
+   * before their transaction's COMMIT under a per-key lock (see docs/outbox.md). Default true.
+   * `false`: no ordering at all: a key's messages are published in parallel, in any order (and
+   * a failed one is overtaken by the next); rows are inserted at `add()`.
+   * Every process of the app must use the same value.
+   */
   ordered?: boolean;
   /** Throw when `add()` is called with no ambient transaction and no explicit EntityManager. Default true. */
   requireTransaction?: boolean;
@@ -61,7 +69,7 @@ export const OUTBOX_DEFAULTS: ResolvedOutboxOptions = {
   maxAttempts: 10,
   backoffBaseMs: 1000,
   backoffMaxMs: 300_000,
-  ordered: false,
+  ordered: true,
   requireTransaction: true,
   wakeOnCommit: true,
   publishTimeoutMs: 10_000,

@@ -11,6 +11,7 @@ import { OUTBOX_HEADERS, OUTBOX_LIMITS } from './outbox.constants';
 import { InvalidOutboxEventError, OutboxTransactionRequiredError } from './outbox.errors';
 import { DUPLICATE_ID, INVALID_EVENT } from './outbox.messages';
 import type { OutboxEvent } from './outbox-message.interface';
+import { keyLockSlots } from './outbox-ordering';
 import { OutboxWakeSignal } from './outbox-wake.signal';
 import { OutboxStore } from './outbox.store';
 
@@ -44,6 +45,13 @@ export class OutboxService {
    * The active trace context (W3C `traceparent`, `tracestate`, `baggage`, through the app's
    * OpenTelemetry propagator) is stored in each message's headers; nothing without an SDK.
    * Returns the message ids, in order.
+   *
+   * With `outbox.ordered` (the default), in a transaction, messages with a partition key are
+   * inserted right before the transaction commits, after locking their keys until the COMMIT:
+   * each key's messages are published in the order their transactions COMMITTED (see
+   * docs/outbox.md). A transaction that commits while another one of the same key is in that
+   * last step waits for it (milliseconds); an open transaction holds nobody up. A duplicate id
+   * among those messages fails the commit (the transaction rolls back) rather than this call.
    */
   async add(
     events: OutboxEvent | readonly OutboxEvent[],
@@ -62,19 +70,40 @@ export class OutboxService {
       throw new OutboxTransactionRequiredError(!!manager);
     // The trace context of the request goes into each message's headers (see outbox.tracing.ts).
     const traced = traceOutboxAdd(rows);
+    // Ordered (the default), in a transaction: keyed rows are inserted right before its COMMIT,
+    // under their keys' locks, so that a key's sequence follows commit order (outbox-ordering.ts).
+    const deferred =
+      inTransaction && this.options.outbox.ordered && !this.db.dialect.singleWriter
+        ? rows.filter((r) => r.partitionKey !== null)
+        : [];
+    const now = deferred.length ? rows.filter((r) => r.partitionKey === null) : rows;
     try {
-      await this.store.insert(target, rows);
+      if (now.length) await this.store.insert(target, now);
     } catch (e) {
       traced.end(e);
       throw e;
     }
     traced.end();
+    if (deferred.length)
+      this.db.beforeCommit(runner!, this.insertOrdered, { target, rows: deferred });
     if (this.options.outbox.wakeOnCommit) {
       if (inTransaction) afterCommit(runner!, () => this.signal.notify());
       else this.signal.notify();
     }
     return rows.map((r) => r.id);
   }
+
+  /**
+   * The before-commit step of an ordered transaction: every keyed row its add() calls deferred,
+   * inserted after their keys' slots are locked (until the COMMIT right after).
+   */
+  private readonly insertOrdered = async (
+    batches: Array<{ target: EntityManager; rows: OutboxInsert[] }>,
+  ): Promise<void> => {
+    const rows = batches.flatMap((b) => b.rows);
+    const slots = keyLockSlots(rows.map((r) => r.partitionKey!));
+    await this.store.insertOrdered(batches[0].target, slots, rows);
+  };
 
   /** The ambient transaction's manager (or the DataSource's, outside one). */
   private ambientManager(): EntityManager {
@@ -95,7 +124,7 @@ export class OutboxService {
         throw new InvalidOutboxEventError(INVALID_EVENT(index, reason), index, reason);
       };
       if (!event || typeof event !== 'object') fail('not an object');
-      const { type, id, partitionKey, headers } = event;
+      const { type, id, partitionKey, headers, delay, availableAt } = event;
       if (
         typeof type !== 'string' ||
         !PRINTABLE_ASCII.test(type) ||
@@ -146,12 +175,33 @@ export class OutboxService {
         fail(`payload is not JSON-serializable (${(e as Error).message})`);
       }
       if (typeof payload !== 'string') fail('payload is missing or not JSON-serializable');
+      let delayMs = 0;
+      if (
+        delay !== undefined &&
+        delay !== null &&
+        availableAt !== undefined &&
+        availableAt !== null
+      )
+        fail('give delay or availableAt, not both');
+      if (delay !== undefined && delay !== null) {
+        if (typeof delay !== 'number' || !Number.isFinite(delay) || delay < 0)
+          fail('delay must be a number of milliseconds, 0 or more');
+        delayMs = delay;
+      } else if (availableAt !== undefined && availableAt !== null) {
+        if (!(availableAt instanceof Date) || Number.isNaN(availableAt.getTime()))
+          fail('availableAt must be a valid Date');
+        // Read on this process's clock; the database holds it as a delay on its own clock.
+        delayMs = Math.max(0, availableAt.getTime() - Date.now());
+      }
+      if (delayMs > OUTBOX_LIMITS.maxDelayMs)
+        fail(`delay must be at most ${OUTBOX_LIMITS.maxDelayMs} ms (366 days)`);
       return {
         id: messageId,
         type,
         payload: payload!,
         headers: headersJson,
         partitionKey: partitionKey ?? null,
+        delayMs: Math.floor(delayMs),
       };
     });
   }

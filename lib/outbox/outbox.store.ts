@@ -28,6 +28,20 @@ export class OutboxStore {
     return this.sql.insert(this.db.exec(manager), rows);
   }
 
+  /**
+   * Locks the key-lock slots of the rows' partition keys, then inserts the rows, in the
+   * transaction of `manager` (the before-commit step of an ordered transaction).
+   */
+  async insertOrdered(
+    manager: EntityManager,
+    slots: readonly number[],
+    rows: readonly OutboxInsert[],
+  ): Promise<void> {
+    const exec = this.db.exec(manager);
+    await this.sql.lockKeySlots(exec, slots);
+    await this.sql.insert(exec, rows);
+  }
+
   claim(p: OutboxClaimParams): Promise<OutboxRow[]> {
     const inOwnTransaction: OutboxTransactionRunner = (fn) => this.db.inOwnTransaction(fn);
     return this.sql.claim(this.db.autocommit(), inOwnTransaction, p);

@@ -9,15 +9,15 @@ import { ModuleRef } from '@nestjs/core';
 import { getDataSourceToken } from '@nestjs/typeorm';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
-import type { DataSource, EntityManager } from 'typeorm';
+import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options';
 import { NO_TRANSACTION_HOST } from '../gate/idempotency.messages';
 import type { Dialect } from './dialects';
 import { createDialect } from './dialects';
-import { afterCommit } from './after-commit.hook';
+import { afterCommit, beforeCommit, type BeforeCommitStep } from './after-commit.hook';
 import { guardPgPool } from './dialects/postgres/pg-pool.guard';
-import { installPgRoundTrips, withHeldBegin } from './dialects/postgres/round-trips';
+import { holdCommit, installPgRoundTrips, withHeldBegin } from './dialects/postgres/round-trips';
 import { SqliteSerializer } from './dialects/sqlite/sqlite.serializer';
 import { type IsolationLevel, transactionIsolationOf } from './dialects/transaction-isolation';
 import type { SqlExecutor } from './sql-executor';
@@ -213,6 +213,17 @@ export class DatabaseService implements OnModuleInit, OnApplicationShutdown {
   /** Runs `fn` outside any transaction (autocommit statements). */
   withoutTransaction<T>(fn: () => Promise<T>): Promise<T> {
     return this.txHost.withoutTransaction(fn);
+  }
+
+  /**
+   * Runs `step` (with `item` and the step's other items of this transaction) right before the
+   * outermost COMMIT of the transaction of `runner`, inside it (see after-commit.hook.ts). On
+   * PostgreSQL a gate's transaction then sends its COMMIT on its own instead of with the
+   * completed record (round-trips.ts), so that the step runs first.
+   */
+  beforeCommit<T>(runner: QueryRunner, step: BeforeCommitStep<T>, item: T): void {
+    holdCommit(runner);
+    beforeCommit(runner, step, item);
   }
 
   /**

@@ -47,6 +47,7 @@ const COLUMNS: Record<keyof QuotedTables, readonly string[]> = {
     'processed_at',
     'last_error',
   ],
+  outboxKeyLocks: ['slot', 'n'],
 };
 
 /**

@@ -21,7 +21,15 @@ export interface QuotedTables {
   idempotency: string;
   outbox: string;
   inbox: string;
+  /**
+   * The outbox's partition-key lock slots (named after the outbox table, `<outbox>_key_locks`):
+   * the rows an ordered transaction locks right before its COMMIT (see OutboxSql.lockKeySlots).
+   */
+  outboxKeyLocks: string;
 }
+
+/** The bare name of the outbox's key-lock table for an outbox table name. */
+export const outboxKeyLocksName = (outbox: string): string => `${outbox}_key_locks`;
 
 export interface Dialect {
   readonly name: DialectName;
@@ -63,7 +71,8 @@ export function tableRefs(
   useSchema = true,
 ): TableRef {
   return (name) => {
-    const bare = naming.tables[name];
+    const bare =
+      name === 'outboxKeyLocks' ? outboxKeyLocksName(naming.tables.outbox) : naming.tables[name];
     const qualified =
       useSchema && naming.schema ? `${quote(naming.schema)}.${quote(bare)}` : quote(bare);
     return { qualified, bare };
@@ -75,6 +84,7 @@ export function quotedTables(ref: TableRef): QuotedTables {
     idempotency: ref('idempotency').qualified,
     outbox: ref('outbox').qualified,
     inbox: ref('inbox').qualified,
+    outboxKeyLocks: ref('outboxKeyLocks').qualified,
   };
 }
 

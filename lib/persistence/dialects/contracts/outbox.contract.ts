@@ -37,6 +37,8 @@ export interface OutboxInsert {
   payload: string;
   headers: string | null;
   partitionKey: string | null;
+  /** Not published before this many ms from now (database clock); 0: due at once. */
+  delayMs: number;
 }
 
 export interface OutboxClaimParams {
@@ -83,8 +85,18 @@ export type OutboxTransactionRunner = <T>(fn: (exec: SqlExecutor) => Promise<T>)
  * was taken over cannot overwrite the new owner's outcome.
  */
 export interface OutboxSql {
-  /** Inserts messages as pending and due now, in the caller's transaction (or autocommit). */
+  /**
+   * Inserts messages as pending, due now or after their `delayMs`, in the caller's transaction
+   * (or autocommit).
+   */
   insert(exec: SqlExecutor, rows: readonly OutboxInsert[]): Promise<void>;
+  /**
+   * Locks key-lock slots (ascending, so two transactions never wait for each other crosswise)
+   * in the caller's transaction, until it ends: waits while another transaction holds one.
+   * Ordered messages are inserted right after, before COMMIT (see OutboxService), so a key's
+   * sequence order is its transactions' commit order. SQLite (one writer): nothing to do.
+   */
+  lockKeySlots(exec: SqlExecutor, slots: readonly number[]): Promise<void>;
   /**
    * Atomically leases up to `limit` of the oldest pending, due, unleased rows to `owner` and
    * returns them (in sequence order). Safe with many relays on one database: rows another

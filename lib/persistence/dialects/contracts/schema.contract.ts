@@ -27,6 +27,30 @@ export interface SchemaDdl {
    * reports, so only lower-case names read back as declared there (TypeORM matches checks by name).
    */
   checkNames(features: ServerFeatures): SchemaSql;
+  /**
+   * The outbox's key-lock slots (`<outbox>_key_locks`): {@link OUTBOX_KEY_LOCK_SLOTS} rows
+   * (slot 0..n-1), created with the table. An ordered transaction locks the slots of its
+   * messages' partition keys right before its COMMIT (OutboxSql.lockKeySlots).
+   */
+  outboxKeyLocks(features: ServerFeatures): SchemaSql;
+}
+
+/**
+ * Number of key-lock slots: a partition key locks slot `hash(key) mod n`. Two keys that share a
+ * slot only wait for each other's COMMIT step (milliseconds), never for an open transaction.
+ * Fixed: every process must hash a key to the same slot.
+ */
+export const OUTBOX_KEY_LOCK_SLOTS = 1024;
+
+/** The seed of the key-lock table: INSERT statements of `perStatement` slots each. */
+export function keyLockSeed(T: string, perStatement: number): string[] {
+  const out: string[] = [];
+  for (let from = 0; from < OUTBOX_KEY_LOCK_SLOTS; from += perStatement) {
+    const to = Math.min(OUTBOX_KEY_LOCK_SLOTS, from + perStatement);
+    const values = Array.from({ length: to - from }, (_, i) => `(${from + i}, 0)`);
+    out.push(`INSERT INTO ${T} (slot, n) VALUES ${values.join(', ')}`);
+  }
+  return out;
 }
 
 /** One library migration as the schema script prints it: its TypeORM name and statements. */

@@ -1,6 +1,6 @@
 import type { OutboxSql } from '../contracts/outbox.contract';
 import type { QuotedTables } from '../dialect';
-import { orderedClause } from '../portable/outbox.sql';
+import { delayOf, orderedClause } from '../portable/outbox.sql';
 import { chunks, marks as placeholders, sumPerChunk } from '../portable/sql-style';
 import { bySeq, mapOutboxRow, OUTBOX_COLUMNS, statusCounts } from '../row-mappers';
 import { dateAddMs, MSSQL_STYLE, rowcount } from './mssql.helpers';
@@ -44,13 +44,13 @@ export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
     .join(', ');
   return {
     async insert(exec, rows) {
-      // 5 parameters per row: 400 rows stay under the 2,100-parameter limit.
-      for (const part of chunks(rows, 400)) {
+      // 6 parameters per row: 300 rows stay under the 2,100-parameter limit.
+      for (const part of chunks(rows, 300)) {
         const params: unknown[] = [];
         const values = part.map((r) => {
           const i = params.length;
-          params.push(r.id, r.type, r.payload, r.headers, r.partitionKey);
-          return `(@${i}, @${i + 1}, @${i + 2}, @${i + 3}, @${i + 4}, 'pending', 0, @now, @now)`;
+          params.push(r.id, r.type, r.payload, r.headers, r.partitionKey, delayOf(r));
+          return `(@${i}, @${i + 1}, @${i + 2}, @${i + 3}, @${i + 4}, 'pending', 0, ${plus(`@${i + 5}`, '@now')}, @now)`;
         });
         await exec(
           `DECLARE @now DATETIME2(3) = SYSUTCDATETIME();
@@ -59,6 +59,18 @@ export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
           params,
         );
       }
+    },
+    async lockKeySlots(exec, slots) {
+      if (!slots.length) return;
+      // One UPDATE per slot, in slot order, in one batch: each takes the slot row's X lock to
+      // the end of the transaction (a plain row lock on Babelfish, which ignores lock hints).
+      const sorted = [...slots].sort((a, b) => a - b);
+      await exec(
+        sorted
+          .map((_, i) => `UPDATE ${t.outboxKeyLocks} SET n = n + 1 WHERE slot = @${i};`)
+          .join('\n'),
+        sorted,
+      );
     },
     async claim(exec, _inTransaction, p) {
       const ordered = orderedClause(T, p.ordered);

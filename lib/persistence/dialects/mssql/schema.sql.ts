@@ -1,4 +1,5 @@
-import type { SchemaDdl, ServerFeatures } from '../contracts/schema.contract';
+import type { QuotedTables } from '../dialect';
+import { keyLockSeed, type SchemaDdl, type ServerFeatures } from '../contracts/schema.contract';
 import { quoteMssql } from './mssql.helpers';
 
 /**
@@ -6,7 +7,7 @@ import { quoteMssql } from './mssql.helpers';
  * keys differing only in case are different keys, whatever the database's default collation.
  */
 export function mssqlSchema(
-  table: (name: 'idempotency' | 'outbox' | 'inbox') => { qualified: string; bare: string },
+  table: (name: keyof QuotedTables) => { qualified: string; bare: string },
 ): SchemaDdl {
   const withSeq = (f: ServerFeatures) =>
     f.sequentialKeyOption ? ' WITH (OPTIMIZE_FOR_SEQUENTIAL_KEY = ON)' : '';
@@ -45,6 +46,19 @@ export function mssqlSchema(
           `CREATE NONCLUSTERED INDEX IX_${n}_pending ON ${T} (seq) INCLUDE (next_attempt_at, locked_until, partition_key) WHERE status = 'pending'`,
           `CREATE NONCLUSTERED INDEX IX_${n}_pending_key ON ${T} (partition_key, seq) WHERE status = 'pending'`,
           `CREATE NONCLUSTERED INDEX IX_${n}_sent_at ON ${T} (sent_at) WHERE status = 'sent'`,
+        ],
+        down: [`DROP TABLE ${T}`],
+      };
+    },
+    outboxKeyLocks() {
+      // Locked by an UPDATE (an X row lock to the end of the transaction on SQL Server; a row
+      // lock on Babelfish, which ignores lock hints, so no hint is relied on). 512 rows per
+      // INSERT: SQL Server takes at most 1,000 rows in one VALUES list.
+      const { qualified: T, bare: n } = table('outboxKeyLocks');
+      return {
+        up: [
+          `CREATE TABLE ${T} (slot INT NOT NULL CONSTRAINT PK_${n} PRIMARY KEY CLUSTERED, n BIGINT NOT NULL)`,
+          ...keyLockSeed(T, 512),
         ],
         down: [`DROP TABLE ${T}`],
       };

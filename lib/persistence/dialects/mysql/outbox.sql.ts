@@ -30,6 +30,14 @@ export function mysqlOutboxSql(t: QuotedTables): OutboxSql {
       chunk: 1000,
       seq: (s) => s,
     }),
+    async lockKeySlots(exec, slots) {
+      if (!slots.length) return;
+      // Record locks by primary key, taken in index (slot) order.
+      await exec(
+        `SELECT slot FROM ${t.outboxKeyLocks} WHERE slot IN (${marks(MYSQL_STYLE, 0, slots.length)}) ORDER BY slot FOR UPDATE`,
+        [...slots],
+      );
+    },
     async claim(_exec, inTransaction, p) {
       const ordered = orderedClause(T, p.ordered);
       return inTransaction(async (exec) => {

@@ -1,8 +1,10 @@
+import type { QuotedTables } from '../dialect';
+import { keyLockSeed } from '../contracts/schema.contract';
 import type { SchemaDdl } from '../contracts/schema.contract';
 
 /** MySQL/MariaDB DDL: binary collations so keys are case-sensitive; InnoDB for row locks. */
 export function mysqlSchema(
-  table: (name: 'idempotency' | 'outbox' | 'inbox') => { qualified: string; bare: string },
+  table: (name: keyof QuotedTables) => { qualified: string; bare: string },
 ): SchemaDdl {
   return {
     outbox() {
@@ -34,6 +36,17 @@ export function mysqlSchema(
             KEY ix_${n}_status_sent_at (status, sent_at),
             CONSTRAINT ck_${n}_status CHECK (status IN ('pending', 'sent', 'dead'))
           ) ENGINE=InnoDB`,
+        ],
+        down: [`DROP TABLE ${T}`],
+      };
+    },
+    outboxKeyLocks() {
+      // Locked with SELECT … FOR UPDATE by primary key (record locks only).
+      const { qualified: T } = table('outboxKeyLocks');
+      return {
+        up: [
+          `CREATE TABLE ${T} (slot INT NOT NULL, n BIGINT NOT NULL, PRIMARY KEY (slot)) ENGINE=InnoDB`,
+          ...keyLockSeed(T, 512),
         ],
         down: [`DROP TABLE ${T}`],
       };

@@ -1,4 +1,4 @@
-import type { OutboxSql } from '../contracts/outbox.contract';
+import type { OutboxInsert, OutboxSql } from '../contracts/outbox.contract';
 import { bySeq, mapOutboxRow, OUTBOX_COLUMNS, statusCounts } from '../row-mappers';
 import { chunks, marks, type SqlStyle, sumPerChunk } from './sql-style';
 
@@ -27,7 +27,10 @@ export interface PortableOutboxOptions {
   seq(s: string): unknown;
 }
 
-type PortableOutbox = Omit<OutboxSql, 'claim'>;
+type PortableOutbox = Omit<OutboxSql, 'claim' | 'lockKeySlots'>;
+
+/** A row's delay as bound: whole non-negative milliseconds. */
+export const delayOf = (r: OutboxInsert): number => Math.max(0, Math.floor(r.delayMs));
 
 /**
  * Outbox statements that are the same text on PostgreSQL, MySQL/MariaDB and SQLite but for the
@@ -42,8 +45,8 @@ export function portableOutboxSql(T: string, o: PortableOutboxOptions): Portable
         const params: unknown[] = [];
         const values = part.map((r) => {
           const i = params.length;
-          params.push(r.id, r.type, r.payload, r.headers, r.partitionKey);
-          return `(${marks(style, i, 5)}, 'pending', 0, ${now}, ${now})`;
+          params.push(r.id, r.type, r.payload, r.headers, r.partitionKey, delayOf(r));
+          return `(${marks(style, i, 5)}, 'pending', 0, ${o.plusMs(mark(i + 5))}, ${now})`;
         });
         await exec(
           `INSERT INTO ${T} (id, type, payload, headers, partition_key, status, attempts, next_attempt_at, created_at)

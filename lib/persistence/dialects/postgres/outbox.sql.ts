@@ -50,6 +50,14 @@ export function postgresOutboxSql(t: QuotedTables): OutboxSql {
       );
       return rows.map(mapOutboxRow).sort(bySeq);
     },
+    async lockKeySlots(exec, slots) {
+      if (!slots.length) return;
+      // FOR UPDATE after ORDER BY: the rows are locked in slot order.
+      await exec(
+        `SELECT slot FROM ${t.outboxKeyLocks} WHERE slot = ANY($1::int[]) ORDER BY slot FOR UPDATE`,
+        [[...slots]],
+      );
+    },
     async markSent(exec, seqs, owner) {
       if (!seqs.length) return 0;
       const { affected } = await exec(

@@ -156,6 +156,16 @@ export async function withHeldBegin<T>(dataSource: DataSource, fn: () => Promise
   }
 }
 
+/**
+ * The transaction of `runner` must send its own COMMIT (not ride with the gate's completion):
+ * something runs right before it (the outbox's ordered messages, see OutboxService). A no-op on
+ * a runner this module does not hold anything for.
+ */
+export function holdCommit(runner: QueryRunner): void {
+  const state = states.get(runner);
+  if (state) state.commitWithLast = false;
+}
+
 /** The pg client's wire connection, when it is node-postgres's JavaScript client. */
 function wireOf(client: any): any {
   const c = client?.connection;

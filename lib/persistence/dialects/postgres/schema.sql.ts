@@ -1,7 +1,9 @@
+import type { QuotedTables } from '../dialect';
+import { keyLockSeed } from '../contracts/schema.contract';
 import type { SchemaDdl } from '../contracts/schema.contract';
 
 export function postgresSchema(
-  table: (name: 'idempotency' | 'outbox' | 'inbox') => { qualified: string; bare: string },
+  table: (name: keyof QuotedTables) => { qualified: string; bare: string },
 ): SchemaDdl {
   return {
     outbox() {
@@ -34,6 +36,17 @@ export function postgresSchema(
           `CREATE INDEX ix_${n}_pending ON ${T} (seq) WHERE status = 'pending'`,
           `CREATE INDEX ix_${n}_pending_key ON ${T} (partition_key, seq) WHERE status = 'pending'`,
           `CREATE INDEX ix_${n}_sent_at ON ${T} (sent_at) WHERE status = 'sent'`,
+        ],
+        down: [`DROP TABLE ${T}`],
+      };
+    },
+    outboxKeyLocks() {
+      // Locked with SELECT … FOR UPDATE (a row lock, no new row version).
+      const { qualified: T, bare: n } = table('outboxKeyLocks');
+      return {
+        up: [
+          `CREATE TABLE ${T} (slot INTEGER NOT NULL CONSTRAINT pk_${n} PRIMARY KEY, n BIGINT NOT NULL)`,
+          ...keyLockSeed(T, 512),
         ],
         down: [`DROP TABLE ${T}`],
       };

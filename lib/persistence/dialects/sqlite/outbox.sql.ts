@@ -21,6 +21,9 @@ export function sqliteOutboxSql(t: QuotedTables): OutboxSql {
       chunk: 500,
       seq: Number,
     }),
+    async lockKeySlots() {
+      // One writer: a transaction that writes holds the database until it ends.
+    },
     async claim(exec, _inTransaction, p) {
       const { rows } = await exec(
         `UPDATE ${T}

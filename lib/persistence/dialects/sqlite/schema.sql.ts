@@ -1,3 +1,5 @@
+import type { QuotedTables } from '../dialect';
+import { keyLockSeed } from '../contracts/schema.contract';
 import type { SchemaDdl } from '../contracts/schema.contract';
 
 /**
@@ -10,7 +12,7 @@ import type { SchemaDdl } from '../contracts/schema.contract';
  * the same; only TypeORM's schema builder reads it as different.)
  */
 export function sqliteSchema(
-  table: (name: 'idempotency' | 'outbox' | 'inbox') => { qualified: string; bare: string },
+  table: (name: keyof QuotedTables) => { qualified: string; bare: string },
 ): SchemaDdl {
   const q = (id: string) => `"${id.replace(/"/g, '""')}"`;
   const createTable = (T: string, definitions: string[]) =>
@@ -41,6 +43,17 @@ export function sqliteSchema(
           `CREATE INDEX ${q(`ix_${n}_pending`)} ON ${T} ("seq") WHERE status = 'pending'`,
           `CREATE INDEX ${q(`ix_${n}_pending_key`)} ON ${T} ("partition_key", "seq") WHERE status = 'pending'`,
           `CREATE INDEX ${q(`ix_${n}_sent_at`)} ON ${T} ("sent_at") WHERE status = 'sent'`,
+        ],
+        down: [`DROP TABLE ${T}`],
+      };
+    },
+    outboxKeyLocks() {
+      // Created for one schema on every database; SQLite's single writer never needs to lock it.
+      const { qualified: T } = table('outboxKeyLocks');
+      return {
+        up: [
+          createTable(T, [`"slot" integer PRIMARY KEY NOT NULL`, `"n" bigint NOT NULL`]),
+          ...keyLockSeed(T, 512),
         ],
         down: [`DROP TABLE ${T}`],
       };
