@@ -14,6 +14,7 @@ import {
   type ResolvedFingerprint,
   type ResolvedIdempotencyOptions,
 } from './idempotency.options';
+import { validateOutboxFailureOptions } from './outbox/outbox-failure.options';
 
 /** The replay cache's largest budget: its answers live in one buffer (`replay-cache.arena.ts`). */
 const MAX_REPLAY_CACHE_BYTES = 2 ** 30;
@@ -328,4 +329,5 @@ function validateOutboxOptions(
   if (!(o.backoffBaseMs >= 0)) fail('outbox.backoffBaseMs must be >= 0');
   if (!(o.backoffMaxMs >= o.backoffBaseMs))
     fail('outbox.backoffMaxMs must be >= outbox.backoffBaseMs');
+  validateOutboxFailureOptions(o, fail);
 }

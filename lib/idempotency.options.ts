@@ -1,6 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { OutboxPublisher } from './outbox/outbox-publisher.interface';
+import type { OutboxFailureOptionKey, OutboxFailureOptions } from './outbox/outbox-failure.options';
 import type { ReplayCacheStore } from './persistence/replay-cache.store';
 import type { EncryptionOptions, KeyRing } from './encryption/key-ring';
 
@@ -224,7 +225,8 @@ export interface IdempotencyEndpointOptions<TRequest = any> {
   strayWrites?: StrayWritesPolicy;
 }
 
-export interface OutboxOptions {
+/** Failure control (`retryIf`, `backoff`, `maxAttemptsByType`): outbox/outbox-failure.options.ts. */
+export interface OutboxOptions extends OutboxFailureOptions {
   /** Run the relay in this process. Default true. */
   relayEnabled?: boolean;
   /** Poll interval in ms. Default 1000. */
@@ -451,7 +453,8 @@ export interface ResolvedIdempotencyOptions extends Required<
   /** The status header's name, or undefined when off. */
   statusHeader?: string;
   onEvent?: (event: IdempotencyEvent) => void;
-  outbox: Required<Omit<OutboxOptions, 'publisher'>> & Pick<OutboxOptions, 'publisher'>;
+  outbox: Required<Omit<OutboxOptions, 'publisher' | OutboxFailureOptionKey>> &
+    Pick<OutboxOptions, 'publisher' | OutboxFailureOptionKey>;
   inbox: Required<InboxOptions>;
   cleanup: Required<CleanupOptions>;
   health: Required<HealthOptions>;

@@ -1,4 +1,8 @@
-import { MANAGER_NOT_IN_TRANSACTION, TRANSACTION_REQUIRED } from './outbox.messages';
+import {
+  DEAD_FILTER_REQUIRED,
+  MANAGER_NOT_IN_TRANSACTION,
+  TRANSACTION_REQUIRED,
+} from './outbox.messages';
 
 /**
  * `OutboxService.add()` was called with no ambient transaction and no EntityManager of an open
@@ -39,5 +43,29 @@ export class PublisherUnavailableError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'PublisherUnavailableError';
+  }
+}
+
+/**
+ * Throw it from a publisher (or an in-process handler) for a message that can never succeed
+ * (invalid for the broker, a bug in its payload): the relay makes it dead at once, after this one
+ * attempt, without retries and whatever `outbox.retryIf` says. Requeue it from the admin once
+ * fixed. Pass the original error as `cause`.
+ */
+export class NonRetryableError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'NonRetryableError';
+  }
+}
+
+/**
+ * A filtered requeue or purge of dead letters was asked with no criterion (type, partition key,
+ * failed before/after, error text) and without `all: true`, or with an invalid one.
+ */
+export class OutboxDeadFilterRequiredError extends Error {
+  constructor(detail: string = DEAD_FILTER_REQUIRED) {
+    super(detail);
+    this.name = 'OutboxDeadFilterRequiredError';
   }
 }

@@ -28,5 +28,8 @@ export function getIdempotencyMigrations(
     defineMigration('CreateInboxMessages1763700000300', naming, (ddl, f) => ddl.inbox(f)),
     defineMigration('AddOutboxDeadIndex1763700000400', naming, (ddl, f) => ddl.outboxDeadIndex(f)),
     defineMigration('LowerCaseCheckNames1763700000500', naming, (ddl, f) => ddl.checkNames(f)),
+    defineMigration('AddOutboxFailureHistory1763800000200', naming, (ddl, f) =>
+      ddl.outboxFailureHistory(f),
+    ),
   ];
 }

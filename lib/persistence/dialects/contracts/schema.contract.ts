@@ -27,6 +27,12 @@ export interface SchemaDdl {
    * reports, so only lower-case names read back as declared there (TypeORM matches checks by name).
    */
   checkNames(features: ServerFeatures): SchemaSql;
+  /**
+   * The outbox's failure history: `failures` (JSON text: the newest failed attempts, each with
+   * its time, relay, error class and message) and `failed_at` (the last failed attempt, on the
+   * database clock), which the dead-letter filters of the admin read.
+   */
+  outboxFailureHistory(features: ServerFeatures): SchemaSql;
 }
 
 /** One library migration as the schema script prints it: its TypeORM name and statements. */

@@ -59,6 +59,14 @@ export function mssqlSchema(
         down: [`DROP INDEX IX_${n}_dead ON ${T}`],
       };
     },
+    outboxFailureHistory() {
+      // Two nullable columns: a metadata-only change (no rewrite of the table's rows).
+      const { qualified: T } = table('outbox');
+      return {
+        up: [`ALTER TABLE ${T} ADD failures NVARCHAR(MAX) NULL, failed_at DATETIME2(3) NULL`],
+        down: [`ALTER TABLE ${T} DROP COLUMN failures, failed_at`],
+      };
+    },
     checkNames() {
       // Each CHECK constraint a create migration of an earlier version named `CK_…` gets its
       // lower-case name, through sp_rename (@objtype OBJECT, @objname schema.constraint; a
