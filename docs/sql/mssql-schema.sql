@@ -142,3 +142,14 @@ BEGIN
   COMMIT TRANSACTION;
 END;
 GO
+
+-- Migration AddOutboxFailureHistory1763800000200
+IF NOT EXISTS (SELECT 1 FROM [migrations] WHERE [name] = N'AddOutboxFailureHistory1763800000200')
+BEGIN
+  BEGIN TRANSACTION;
+  ALTER TABLE [outbox_messages] ADD failures NVARCHAR(MAX) NULL;
+  ALTER TABLE [outbox_messages] ADD failed_at DATETIME2(3) NULL;
+  INSERT INTO [migrations] ([timestamp], [name]) VALUES (1763800000200, N'AddOutboxFailureHistory1763800000200');
+  COMMIT TRANSACTION;
+END;
+GO

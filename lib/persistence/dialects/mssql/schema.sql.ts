@@ -60,11 +60,15 @@ export function mssqlSchema(
       };
     },
     outboxFailureHistory() {
-      // Two nullable columns: a metadata-only change (no rewrite of the table's rows).
+      // Two nullable columns without a default: a metadata-only change (no rewrite of the rows).
+      // One column per statement: Babelfish refuses a list of columns in one ADD.
       const { qualified: T } = table('outbox');
       return {
-        up: [`ALTER TABLE ${T} ADD failures NVARCHAR(MAX) NULL, failed_at DATETIME2(3) NULL`],
-        down: [`ALTER TABLE ${T} DROP COLUMN failures, failed_at`],
+        up: [
+          `ALTER TABLE ${T} ADD failures NVARCHAR(MAX) NULL`,
+          `ALTER TABLE ${T} ADD failed_at DATETIME2(3) NULL`,
+        ],
+        down: [`ALTER TABLE ${T} DROP COLUMN failed_at`, `ALTER TABLE ${T} DROP COLUMN failures`],
       };
     },
     checkNames() {
