@@ -229,8 +229,6 @@ describe.each(databaseKinds())('outbox failure control and dead letters on %s', 
         expect(e.failedAt).not.toBeNull();
       }
       expect((await get(early[0])).failures).toEqual(before.failures);
-      {
-      }
       for (const id of late) expect((await get(id)).status).toBe('dead');
       expect(await f.admin.countDead({ type: T.a, errorContains: 'timeout' })).toBe(0);
       // Requeued: published again on the next pass (this publisher refuses them again: dead again).
