@@ -99,7 +99,18 @@ export {
 export { OutboxService } from './outbox/outbox.service';
 export { OutboxRelay } from './outbox/outbox-relay.service';
 export { OutboxAdminService } from './outbox/outbox-admin.service';
-export type { OutboxEntry, OutboxListFilter } from './outbox/outbox-admin.service';
+export type {
+  OutboxDeadLetterFilter,
+  OutboxEntry,
+  OutboxListFilter,
+} from './outbox/outbox-admin.service';
+export type {
+  OutboxBackoff,
+  OutboxFailureOptions,
+  OutboxMaxAttemptsByType,
+  OutboxRetryIf,
+} from './outbox/outbox-failure.options';
+export type { OutboxFailureRecord } from './outbox/outbox-failure.policy';
 export type {
   OutboxRelayStatus,
   OutboxBatchResult,
@@ -112,6 +123,8 @@ export {
   OutboxTransactionRequiredError,
   InvalidOutboxEventError,
   OutboxPublishTimeoutError,
+  NonRetryableError,
+  OutboxDeadFilterRequiredError,
   PublisherUnavailableError,
 } from './outbox/outbox.errors';
 export { isConnectionError } from './outbox/outbox-unavailable';

@@ -17,7 +17,7 @@ import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options';
 import { LibraryLogger } from '../observability/library-logger';
 import { problem, PROBLEM_TYPES, ProblemDetailsFilter } from '../problem-details';
-import type { OutboxEntry } from '../outbox/outbox-admin.service';
+import type { OutboxDeadLetterFilter, OutboxEntry } from '../outbox/outbox-admin.service';
 import type { InboxStatus, OutboxStatus } from '../persistence/dialects';
 import { keyHashOf } from '../gate/idempotency-context';
 import {
@@ -47,6 +47,12 @@ import {
   ADMIN_BAD_LIMIT,
   ADMIN_BAD_ORDER,
   ADMIN_BAD_STATUS,
+  ADMIN_FILTER_BAD_ALL,
+  ADMIN_FILTER_BAD_RANGE,
+  ADMIN_FILTER_BAD_TEXT,
+  ADMIN_FILTER_BAD_TIME,
+  ADMIN_FILTER_EMPTY,
+  ADMIN_FILTER_UNKNOWN,
   ADMIN_KEY_NOT_FOUND,
   ADMIN_MESSAGE_NOT_FOUND,
   ADMIN_MISSING_PARAM,
@@ -151,6 +157,69 @@ function keyParam(q: Record<string, unknown>): string {
   return key;
 }
 
+/** The query parameters of a dead-letter filter. */
+const DEAD_FILTER_PARAMS = [
+  'type',
+  'partitionKey',
+  'failedAfter',
+  'failedBefore',
+  'error',
+  'all',
+] as const;
+
+/** A date (`2026-01-31`, UTC midnight) or a date-time with a zone (`Z` or `±hh:mm`). */
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2}))?$/;
+
+function timeParam(value: string | undefined, name: string): Date | undefined {
+  if (value === undefined || value === '') return undefined;
+  const d = new Date(value);
+  if (!ISO_TIME.test(value) || isNaN(d.getTime()))
+    throw badRequest(ADMIN_FILTER_BAD_TIME(name, value));
+  return d;
+}
+
+function textParam(value: string | undefined, name: string, max: number): string | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (value.length > max) throw badRequest(ADMIN_FILTER_BAD_TEXT(name, max));
+  return value;
+}
+
+/**
+ * The dead-letter filter of `q`: unknown parameters refused (a misspelt criterion must not widen
+ * the filter to every dead message), and no criterion at all refused unless `all=true`.
+ */
+function deadFilterParam(q: Record<string, unknown>): OutboxDeadLetterFilter {
+  for (const name of Object.keys(q))
+    if (!(DEAD_FILTER_PARAMS as readonly string[]).includes(name))
+      throw badRequest(ADMIN_FILTER_UNKNOWN(name, DEAD_FILTER_PARAMS));
+  const all = single(q.all, 'all');
+  if (all !== undefined && all !== 'true') throw badRequest(ADMIN_FILTER_BAD_ALL(all));
+  const filter: OutboxDeadLetterFilter = {
+    type: textParam(single(q.type, 'type'), 'type', 255),
+    partitionKey: textParam(single(q.partitionKey, 'partitionKey'), 'partitionKey', 255),
+    failedAfter: timeParam(single(q.failedAfter, 'failedAfter'), 'failedAfter'),
+    failedBefore: timeParam(single(q.failedBefore, 'failedBefore'), 'failedBefore'),
+    errorContains: textParam(single(q.error, 'error'), 'error', 500),
+  };
+  if (filter.failedAfter && filter.failedBefore && !(filter.failedAfter < filter.failedBefore))
+    throw badRequest(ADMIN_FILTER_BAD_RANGE);
+  const given = Object.values(filter).some((v) => v !== undefined);
+  if (!given && all !== 'true') throw badRequest(ADMIN_FILTER_EMPTY);
+  return { ...filter, all: all === 'true' };
+}
+
+/** The filter as the audit line and the answer show it (times as ISO text). */
+function filterView(f: OutboxDeadLetterFilter): Record<string, string | boolean> {
+  const view: Record<string, string | boolean> = {};
+  if (f.type !== undefined) view.type = f.type;
+  if (f.partitionKey !== undefined) view.partitionKey = f.partitionKey;
+  if (f.failedAfter) view.failedAfter = f.failedAfter.toISOString();
+  if (f.failedBefore) view.failedBefore = f.failedBefore.toISOString();
+  if (f.errorContains !== undefined) view.error = f.errorContains;
+  if (f.all) view.all = true;
+  return view;
+}
+
 /** Options of the admin API's controller (`IdempotencyAdminModule.register()`): route prefix, guards, trusted origins, the operator's principal. */
 export interface AdminControllerOptions {
   /** Route prefix. Default `admin`. */
@@ -183,6 +252,10 @@ export interface AdminControllerOptions {
  * - `POST   <path>/outbox/:id/requeue` dead or sent → pending (attempts reset)
  * - `POST   <path>/outbox/requeue-dead` every dead message → pending
  * - `DELETE <path>/outbox/dead` purge every dead message
+ * - `GET    <path>/outbox/dead/count?type=&partitionKey=&failedAfter=&failedBefore=&error=&all=`
+ *   how many dead messages a filter hits (at least one criterion, or `all=true`)
+ * - `POST   <path>/outbox/dead/requeue?<filter>` the dead messages it hits → pending (in batches)
+ * - `POST   <path>/outbox/dead/purge?<filter>` the dead messages it hits deleted (in batches)
  * - `DELETE <path>/outbox/:id` purge one dead message
  * - `GET    <path>/idempotency?scope=&key=` (or `method=&route=&tenant=&principal=&key=`) inspect a key
  * - `DELETE <path>/idempotency?scope=&key=` evict a key
@@ -301,6 +374,48 @@ export function createAdminController(options: AdminControllerOptions = {}): Typ
       const purged = await this.admin.purgeAllDead();
       this.audit('admin.outbox.dead-purged', req, { count: purged });
       return { purged };
+    }
+
+    // ---- Dead letters by filter (declared before the `outbox/:id` routes) ----
+
+    @Get('outbox/dead/count')
+    async countDead(
+      @Query() q: Record<string, unknown>,
+    ): Promise<{ count: number; filter: Record<string, string | boolean> }> {
+      const filter = deadFilterParam(q);
+      return { count: await this.admin.countDeadOutbox(filter), filter: filterView(filter) };
+    }
+
+    @Post('outbox/dead/requeue')
+    @UseGuards(sameOrigin)
+    @HttpCode(200)
+    async requeueDeadWhere(
+      @Query() q: Record<string, unknown>,
+      @Req() req: unknown,
+    ): Promise<{ requeued: number; filter: Record<string, string | boolean> }> {
+      const filter = deadFilterParam(q);
+      const requeued = await this.admin.requeueDeadOutbox(filter);
+      this.audit('admin.outbox.dead-requeued-by-filter', req, {
+        filter: filterView(filter),
+        count: requeued,
+      });
+      return { requeued, filter: filterView(filter) };
+    }
+
+    @Post('outbox/dead/purge')
+    @UseGuards(sameOrigin)
+    @HttpCode(200)
+    async purgeDeadWhere(
+      @Query() q: Record<string, unknown>,
+      @Req() req: unknown,
+    ): Promise<{ purged: number; filter: Record<string, string | boolean> }> {
+      const filter = deadFilterParam(q);
+      const purged = await this.admin.purgeDeadOutbox(filter);
+      this.audit('admin.outbox.dead-purged-by-filter', req, {
+        filter: filterView(filter),
+        count: purged,
+      });
+      return { purged, filter: filterView(filter) };
     }
 
     @Get('outbox/:id')

@@ -14,6 +14,7 @@ import { keyHashOf } from '../gate/idempotency-context';
 import { buildScope } from '../gate/request-scope';
 import {
   OutboxAdminService,
+  type OutboxDeadLetterFilter,
   type OutboxEntry,
   type OutboxListFilter,
 } from '../outbox/outbox-admin.service';
@@ -188,6 +189,24 @@ export class IdempotencyAdminService {
   /** Deletes every dead message (in pages of 500); returns how many. */
   purgeAllDead(): Promise<number> {
     return this.forEachDeadPage((ids) => this.outbox.purgeDead(ids));
+  }
+
+  /** How many dead messages a filter hits (shown before a filtered requeue or purge). */
+  countDeadOutbox(filter: OutboxDeadLetterFilter): Promise<number> {
+    return this.outbox.countDead(filter);
+  }
+
+  /**
+   * Re-queues the dead messages a filter hits (attempts reset, history kept), in short batches;
+   * returns how many. A filter with no criterion needs `all: true`.
+   */
+  requeueDeadOutbox(filter: OutboxDeadLetterFilter): Promise<number> {
+    return this.outbox.requeueDead(filter);
+  }
+
+  /** Deletes the dead messages a filter hits, in short batches; returns how many. */
+  purgeDeadOutbox(filter: OutboxDeadLetterFilter): Promise<number> {
+    return this.outbox.purgeDeadWhere(filter);
   }
 
   /** The ledger's record for a key (never its stored body), or undefined. */

@@ -71,3 +71,19 @@ export const ADMIN_BAD_CURSOR = (value: string) =>
 
 export const ADMIN_BAD_BATCH = (name: string, value: string, max: number) =>
   `${name} must be a whole number from 1 to ${max}; got "${value}".`;
+
+export const ADMIN_FILTER_EMPTY =
+  'A filtered requeue or purge needs at least one criterion (type, partitionKey, failedAfter, failedBefore, error), or all=true to act on every dead message.';
+
+export const ADMIN_FILTER_UNKNOWN = (name: string, allowed: readonly string[]) =>
+  `Unknown filter parameter "${name}"; the filter takes ${allowed.join(', ')}.`;
+
+export const ADMIN_FILTER_BAD_TEXT = (name: string, max: number) =>
+  `${name} must be 1 to ${max} characters.`;
+
+export const ADMIN_FILTER_BAD_TIME = (name: string, value: string) =>
+  `${name} must be an ISO 8601 date (2026-01-31) or date-time with a zone (2026-01-31T12:00:00Z); got "${value}".`;
+
+export const ADMIN_FILTER_BAD_RANGE = 'failedAfter must be before failedBefore.';
+
+export const ADMIN_FILTER_BAD_ALL = (value: string) => `all must be true when given; got "${value}".`;

@@ -1,5 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import type { OutboxRow, OutboxStatus } from '../persistence/dialects';
+import type { OutboxDeadFilter, OutboxRow, OutboxStatus } from '../persistence/dialects';
+import { type OutboxFailureRecord, parseFailures } from './outbox-failure.policy';
+import { OutboxDeadFilterRequiredError } from './outbox.errors';
 import { OutboxWakeSignal } from './outbox-wake.signal';
 import { OutboxStore } from './outbox.store';
 
@@ -21,7 +23,37 @@ export interface OutboxEntry {
   lockedUntil: Date | null;
   createdAt: Date;
   sentAt: Date | null;
+  /**
+   * The newest failed attempts (at most 10, oldest first; each message cut to 500 characters):
+   * time (the relay's clock), attempt number, relay instance, error class and message. A requeue
+   * keeps them: the attempt numbers start again at 1 after it.
+   */
+  failures: OutboxFailureRecord[];
+  /** When the last failed attempt was recorded (database clock), or null. */
+  failedAt: Date | null;
 }
+
+/**
+ * Which dead messages a filtered requeue or purge applies to: every criterion given must hold.
+ * A filter with no criterion is refused unless `all: true` says "every dead message".
+ */
+export interface OutboxDeadLetterFilter {
+  /** Exact message type. */
+  type?: string;
+  /** Exact partition key. */
+  partitionKey?: string;
+  /** Last failed attempt at or after this time. */
+  failedAfter?: Date;
+  /** Last failed attempt before this time. */
+  failedBefore?: Date;
+  /** Text found in the last error, case-insensitively. */
+  errorContains?: string;
+  /** No criterion on purpose: every dead message. */
+  all?: boolean;
+}
+
+/** Dead messages a filtered requeue or purge handles per statement (a short lock each). */
+export const DEAD_LETTER_BATCH = 500;
 
 /** Which outbox messages the admin service lists: by status and partition key, a page at a time. */
 export interface OutboxListFilter {
@@ -90,6 +122,58 @@ export class OutboxAdminService {
   counts(): Promise<Record<OutboxStatus, number>> {
     return this.store.countByStatus();
   }
+
+  /** How many dead messages `filter` hits (what a requeue or purge with it would act on now). */
+  async countDead(filter: OutboxDeadLetterFilter): Promise<number> {
+    return this.store.countDead(criteriaOf(filter));
+  }
+
+  /**
+   * Puts the dead messages `filter` hits back to pending (attempts reset, due now; failure
+   * history and last error kept) in batches of {@link DEAD_LETTER_BATCH}, each its own short
+   * statement, and wakes the relay of this process. Each dead row is visited once (keyset by
+   * sequence), so a message that fails again meanwhile is not re-queued twice. Returns how many.
+   */
+  async requeueDead(filter: OutboxDeadLetterFilter): Promise<number> {
+    const n = await this.inBatches(criteriaOf(filter), (seqs) => this.store.requeueDeadSeqs(seqs));
+    if (n > 0) this.signal.notify();
+    return n;
+  }
+
+  /** Deletes the dead messages `filter` hits for good, in batches like {@link requeueDead}; returns how many. */
+  async purgeDeadWhere(filter: OutboxDeadLetterFilter): Promise<number> {
+    return this.inBatches(criteriaOf(filter), (seqs) => this.store.purgeDeadSeqs(seqs));
+  }
+
+  private async inBatches(
+    filter: OutboxDeadFilter,
+    act: (seqs: string[]) => Promise<number>,
+  ): Promise<number> {
+    let total = 0;
+    let afterSeq: string | undefined;
+    for (;;) {
+      const seqs = await this.store.deadSeqs(filter, afterSeq, DEAD_LETTER_BATCH);
+      if (!seqs.length) return total;
+      total += await act(seqs);
+      if (seqs.length < DEAD_LETTER_BATCH) return total;
+      afterSeq = seqs[seqs.length - 1];
+    }
+  }
+}
+
+/** The store's criteria of a filter; refuses one with none unless `all` is set. */
+function criteriaOf(f: OutboxDeadLetterFilter): OutboxDeadFilter {
+  const c: OutboxDeadFilter = {};
+  if (f.type !== undefined) c.type = f.type;
+  if (f.partitionKey !== undefined) c.partitionKey = f.partitionKey;
+  if (f.failedAfter !== undefined) c.failedAfter = f.failedAfter;
+  if (f.failedBefore !== undefined) c.failedBefore = f.failedBefore;
+  if (f.errorContains !== undefined && f.errorContains !== '') c.errorContains = f.errorContains;
+  if (Object.keys(c).length === 0 && f.all !== true) throw new OutboxDeadFilterRequiredError();
+  for (const d of [c.failedAfter, c.failedBefore])
+    if (d !== undefined && !(d instanceof Date && !isNaN(d.getTime())))
+      throw new OutboxDeadFilterRequiredError('failedAfter and failedBefore must be valid Dates');
+  return c;
 }
 
 function parse(text: string | null): unknown {
@@ -118,5 +202,7 @@ function toEntry(r: OutboxRow): OutboxEntry {
     lockedUntil: r.lockedUntil,
     createdAt: r.createdAt,
     sentAt: r.sentAt,
+    failures: parseFailures(r.failures),
+    failedAt: r.failedAt,
   };
 }

@@ -18,6 +18,13 @@ import { OutboxStore } from './outbox.store';
 import type { OutboxRow } from '../persistence/dialects';
 import { outboxAfterPublish } from '../diagnostics/diagnostics.channels';
 import { outboxBackoffMs } from './outbox-backoff';
+import {
+  appendFailure,
+  decideFailure,
+  errorClassOf,
+  isNonRetryable,
+  type OutboxFailureDecision,
+} from './outbox-failure.policy';
 import { OUTBOX_HEADERS, OUTBOX_LIMITS } from './outbox.constants';
 import { NO_PUBLISHER, UNAVAILABLE_NOTE, UNREADABLE_PAYLOAD } from './outbox.messages';
 import { isPublisherUnavailable } from './outbox-unavailable';
@@ -80,8 +87,10 @@ export interface OutboxBatchResult {
  * The outbox relay: started at application bootstrap, stopped before shutdown. Each pass claims
  * a batch of the oldest due messages under a lease (safe with any number of relays on one
  * database), publishes them through the `OutboxPublisher`, waits for the broker's confirmation,
- * then marks them sent; a failed message is retried later with exponential backoff and jitter,
- * and becomes dead after `outbox.maxAttempts`. A publish that failed because the broker could not
+ * then marks them sent; a failed message is retried later with exponential backoff and jitter
+ * (or `outbox.backoff`), and becomes dead after `outbox.maxAttempts` (or its type's
+ * `outbox.maxAttemptsByType`), at once for a `NonRetryableError` or when `outbox.retryIf` says
+ * no; each failed attempt is kept in the message's failure history (outbox-failure.policy.ts). A publish that failed because the broker could not
  * be reached (outbox-unavailable.ts) is no attempt: the message is given back as it was and the
  * relay backs off as a whole (growing, jittered, capped delay) until a pass goes through again,
  * and likewise when the database behind it cannot be reached. It polls every
@@ -238,12 +247,25 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     this.counters.batches++;
     const { outcomes, messages, traces } = await this.publishAll(publisher, rows);
     // A failure because the broker could not be reached is no attempt of the message.
+    // A NonRetryableError is a verdict on the message, never an unreachable broker.
     const unreachable = outcomes.map(
-      (e, i) => !!e && !!messages[i] && isPublisherUnavailable(publisher, e),
+      (e, i) => !!e && !!messages[i] && !isNonRetryable(e) && isPublisherUnavailable(publisher, e),
     );
+    // The failure control (outbox-failure.policy.ts): dead at once, dead at the type's max
+    // attempts, or pending again after the backoff.
+    const decisions = rows.map((row, i): OutboxFailureDecision | undefined => {
+      const error = outcomes[i];
+      if (!error || unreachable[i]) return undefined;
+      return decideFailure(
+        { attempt: row.attempts + 1, error, type: row.type, message: messages[i] },
+        o,
+        (option, problem) =>
+          this.log('warn', 'policy-failed', { messageId: row.id, type: row.type, option, problem }),
+      );
+    });
     rows.forEach((row, i) => {
       const attempt = row.attempts + 1;
-      const dead = !!outcomes[i] && !unreachable[i] && attempt >= o.maxAttempts;
+      const dead = !!decisions[i]?.dead;
       traces[i]?.end(outcomes[i], unreachable[i] ? row.attempts : attempt, dead);
     });
     const sent = rows.filter((_, i) => !outcomes[i]);
@@ -316,13 +338,22 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     await Promise.all(
       rows.map(async (row, i) => {
         const error = outcomes[i];
-        if (!error || unreachable[i]) return;
+        const decision = decisions[i];
+        if (!error || !decision) return;
         const attempt = row.attempts + 1;
-        const dead = attempt >= o.maxAttempts;
-        const retryInMs = dead ? 0 : outboxBackoffMs(attempt, o.backoffBaseMs, o.backoffMaxMs);
+        const { dead, retryInMs } = decision;
         const text = errorText(error).slice(0, OUTBOX_LIMITS.errorLength);
+        // The row is leased to this batch: nobody else writes its history meanwhile.
+        const failures = appendFailure(row.failures, {
+          at: new Date().toISOString(),
+          attempt,
+          relay: this.relayId,
+          error: errorClassOf(error),
+          message: errorText(error),
+        });
         await settleWithRetries(
-          () => this.store.markFailed({ seq: row.seq, owner, error: text, retryInMs, dead }),
+          () =>
+            this.store.markFailed({ seq: row.seq, owner, error: text, retryInMs, dead, failures }),
           this.settleRetried(owner, 'mark-failed'),
         );
         result.failed++;
@@ -336,6 +367,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
             messageId: row.id,
             type: row.type,
             attempts: attempt,
+            reason: decision.deadBecause,
             error: text,
           });
           if (this.events.observed('relay'))

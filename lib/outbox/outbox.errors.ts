@@ -1,5 +1,9 @@
 import { ExactlyOnceError } from '../errors/exactly-once.error';
-import { MANAGER_NOT_IN_TRANSACTION, TRANSACTION_REQUIRED } from './outbox.messages';
+import {
+  DEAD_FILTER_REQUIRED,
+  MANAGER_NOT_IN_TRANSACTION,
+  TRANSACTION_REQUIRED,
+} from './outbox.messages';
 
 /**
  * `OutboxService.add()` was called with no ambient transaction and no EntityManager of an open
@@ -57,5 +61,31 @@ export class PublisherUnavailableError extends ExactlyOnceError {
 
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
+  }
+}
+
+/**
+ * Throw it from a publisher (or an in-process handler) for a message that can never succeed
+ * (invalid for the broker, a bug in its payload): the relay makes it dead at once, after this one
+ * attempt, without retries and whatever `outbox.retryIf` says. Requeue it from the admin once
+ * fixed. Pass the original error as `cause`.
+ */
+export class NonRetryableError extends ExactlyOnceError {
+  readonly code = 'OUTBOX_NON_RETRYABLE';
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/**
+ * A filtered requeue or purge of dead letters was asked with no criterion (type, partition key,
+ * failed before/after, error text) and without `all: true`, or with an invalid one.
+ */
+export class OutboxDeadFilterRequiredError extends ExactlyOnceError {
+  readonly code = 'OUTBOX_DEAD_FILTER_REQUIRED';
+
+  constructor(detail: string = DEAD_FILTER_REQUIRED) {
+    super(detail);
   }
 }

@@ -34,3 +34,6 @@ export const OUTBOX_WITHOUT_PUBLISHER = (users: string[]) =>
 export const RMQ_CLIENT_CHANNEL_ERROR = (error: unknown) =>
   `RabbitMQ: the publishing channel could not be set up (${String(error)}); ` +
   `it is set up again when the connection is back, and the relay retries what was not confirmed.`;
+
+export const DEAD_FILTER_REQUIRED =
+  'A filtered requeue or purge of dead letters needs at least one criterion (type, partitionKey, failedAfter, failedBefore, errorContains), or all: true for every dead message.';

@@ -1,4 +1,9 @@
 import { stripUndefined } from '../internal/strip-undefined';
+import {
+  type OutboxFailureOptionKey,
+  type OutboxFailureOptions,
+  validateOutboxFailureOptions,
+} from './outbox-failure.options';
 import type { OutboxPublisher } from './outbox-publisher.interface';
 
 /*
@@ -6,8 +11,11 @@ import type { OutboxPublisher } from './outbox-publisher.interface';
  * idempotency-options.resolver.ts (the one place where defaults are applied).
  */
 
-/** The transactional outbox and its relay (`outbox: {…}` of the module). */
-export interface OutboxOptions {
+/**
+ * The transactional outbox and its relay (`outbox: {…}` of the module). Failure control
+ * (`retryIf`, `backoff`, `maxAttemptsByType`): outbox-failure.options.ts.
+ */
+export interface OutboxOptions extends OutboxFailureOptions {
   /** Run the relay in this process. Default true. */
   relayEnabled?: boolean;
   /** Poll interval in ms. Default 1000. */
@@ -57,8 +65,10 @@ export interface OutboxOptions {
 }
 
 /** The outbox options with every default applied. */
-export type ResolvedOutboxOptions = Required<Omit<OutboxOptions, 'publisher'>> &
-  Pick<OutboxOptions, 'publisher'>;
+export type ResolvedOutboxOptions = Required<
+  Omit<OutboxOptions, 'publisher' | OutboxFailureOptionKey>
+> &
+  Pick<OutboxOptions, 'publisher' | OutboxFailureOptionKey>;
 
 /** The outbox defaults. @internal */
 export const OUTBOX_DEFAULTS: ResolvedOutboxOptions = {
@@ -109,4 +119,5 @@ export function validateOutboxOptions(o: ResolvedOutboxOptions, fail: (msg: stri
   if (!(o.backoffBaseMs >= 0)) fail('outbox.backoffBaseMs must be >= 0');
   if (!(o.backoffMaxMs >= o.backoffBaseMs))
     fail('outbox.backoffMaxMs must be >= outbox.backoffBaseMs');
+  validateOutboxFailureOptions(o, fail);
 }

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import type {
   OutboxClaimParams,
+  OutboxDeadFilter,
   OutboxFailureParams,
   OutboxInsert,
   OutboxListParams,
@@ -77,6 +78,26 @@ export class OutboxStore {
 
   countByStatus(): Promise<Record<OutboxStatus, number>> {
     return this.sql.countByStatus(this.db.autocommit());
+  }
+
+  countDead(filter: OutboxDeadFilter): Promise<number> {
+    return this.sql.countDead(this.db.autocommit(), filter);
+  }
+
+  deadSeqs(
+    filter: OutboxDeadFilter,
+    afterSeq: string | undefined,
+    limit: number,
+  ): Promise<string[]> {
+    return this.sql.deadSeqs(this.db.autocommit(), filter, afterSeq, limit);
+  }
+
+  requeueDeadSeqs(seqs: readonly string[]): Promise<number> {
+    return this.sql.requeueDeadSeqs(this.db.autocommit(), seqs);
+  }
+
+  purgeDeadSeqs(seqs: readonly string[]): Promise<number> {
+    return this.sql.purgeDeadSeqs(this.db.autocommit(), seqs);
   }
 
   private get sql(): OutboxSql {

@@ -37,6 +37,8 @@ const COLUMNS: Record<keyof QuotedTables, readonly string[]> = {
     'locked_until',
     'created_at',
     'sent_at',
+    'failures',
+    'failed_at',
   ],
   inbox: [
     'consumer',

@@ -201,6 +201,76 @@ describe('operator console in Chromium against the sample app', () => {
     }
   });
 
+  it("shows a dead letter's failed attempts, and requeues dead letters by filter: count shown, operator confirms, they are published again", async () => {
+    const ids = [await deadPayment(), await deadPayment()];
+    const page = await openConsole();
+    try {
+      await refreshed(page);
+      // The history of one dead letter: its two failed attempts, newest first.
+      await page.click(`#dead-list tbody tr[data-id="${ids[0]}"] button.link`);
+      await page.waitForSelector('#detail:not([hidden])');
+      const history = await page.$$eval('#detail-history tbody tr', (rows) =>
+        rows.map((r) => Array.from(r.children).map((c) => c.textContent)),
+      );
+      const stored = (await api(`/admin/outbox/${ids[0]}`)).body.failures as any[];
+      expect(stored.map((x) => x.attempt)).toEqual([1, 2]);
+      expect(history.map((r) => r[0])).toEqual(['2', '1']);
+      expect(history[0][2]).toBe(stored[1].relay);
+      expect(history[0][4]).toBe(stored[1].message);
+
+      await page.fill('#filter-type', 'payment.captured');
+      await page.fill('#filter-error', 'PAYMENT.CAPTURED');
+      await page.click('#filter-count');
+      const expected = (
+        await api('/admin/outbox/dead/count?type=payment.captured&error=PAYMENT.CAPTURED')
+      ).body.count as number;
+      expect(expected).toBeGreaterThanOrEqual(2);
+      await page.waitForFunction(
+        (n) =>
+          (document.getElementById('filter-result')?.textContent ?? '').startsWith(
+            `${n} dead messages match`,
+          ),
+        expected,
+      );
+      expect(await page.isEnabled('#filter-requeue')).toBe(true);
+
+      const asked: string[] = [];
+      page.once('dialog', (d) => {
+        asked.push(d.message());
+        void d.accept();
+      });
+      await page.click('#filter-requeue');
+      await page.waitForFunction(
+        (n) => document.getElementById('status')?.textContent === `${n} dead messages re-queued.`,
+        expected,
+      );
+      expect(asked).toEqual([
+        `Requeue ${expected} dead messages (type payment.captured, error PAYMENT.CAPTURED)? The relay will publish them again.`,
+      ]);
+      expect(
+        (await api('/admin/outbox/dead/count?type=payment.captured&error=PAYMENT.CAPTURED')).body
+          .count,
+      ).toBe(0);
+      for (const id of ids) {
+        // Back to pending (attempts reset, history kept), then published on the third run.
+        const sent = await eventually('the re-queued message to be sent', async () => {
+          const m = (await api(`/admin/outbox/${id}`)).body;
+          return m.status === 'sent' ? m : undefined;
+        });
+        expect(sent.attempts).toBe(1);
+        expect(sent.failures).toHaveLength(2);
+      }
+      await eventually('the audit line', () =>
+        app
+          .output()
+          .split('\n')
+          .some((l) => l.includes('admin.outbox.dead-requeued-by-filter')),
+      );
+    } finally {
+      await page.close();
+    }
+  });
+
   it('resets an inbox record (retrying after two failed runs) after the operator confirms (a dismissed reset changes nothing); the requeued message then runs the handler once', async () => {
     const id = await deadPayment();
     const recordOf = async () =>

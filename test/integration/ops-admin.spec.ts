@@ -171,6 +171,94 @@ describe.each(databaseKinds())('admin API on %s', (kind) => {
     });
   });
 
+  it('counts, re-queues and purges dead messages by filter; rows outside the filter are untouched', async () => {
+    failing = true;
+    const [pkA, pkB] = [`pk-${randomUUID()}`, `pk-${randomUUID()}`];
+    const idsOf = async (pk: string, n: number) => {
+      const ids: string[] = [];
+      for (let i = 0; i < n; i++) {
+        const r = await post(randomUUID(), { name: `doomed-f${i}`, partitionKey: pk });
+        ids.push(((await r.json()) as { messageId: string }).messageId);
+      }
+      return ids;
+    };
+    const a = await idsOf(pkA, 3);
+    const b = await idsOf(pkB, 1);
+    for (const pk of [pkA, pkB])
+      await eventually(
+        async () =>
+          (await list(`status=dead&partitionKey=${encodeURIComponent(pk)}`)).length ===
+          (pk === pkA ? 3 : 1),
+        'dead letters',
+      );
+    const dead = await json(`/admin/outbox/${a[0]}`);
+    expect(dead.body.failures).toEqual([
+      expect.objectContaining({ attempt: 1, error: 'Error', message: 'broker says no' }),
+    ]);
+
+    const q = `partitionKey=${encodeURIComponent(pkA)}&error=BROKER%20SAYS`;
+    const count = await json(`/admin/outbox/dead/count?${q}`);
+    expect(count).toMatchObject({
+      status: 200,
+      body: { count: 3, filter: { partitionKey: pkA, error: 'BROKER SAYS' } },
+    });
+    failing = false;
+    const requeued = await json(`/admin/outbox/dead/requeue?${q}`, { method: 'POST' });
+    expect(requeued.status).toBe(200);
+    expect(requeued.body.requeued).toBe(3);
+    for (const id of a)
+      await eventually(
+        async () => (await json(`/admin/outbox/${id}`)).body.status === 'sent',
+        'the re-queued message sent',
+      );
+    // Attempts counted again from the requeue; the history stays.
+    expect((await json(`/admin/outbox/${a[0]}`)).body).toMatchObject({
+      attempts: 1,
+      failures: [expect.objectContaining({ attempt: 1 })],
+    });
+    expect((await json(`/admin/outbox/${b[0]}`)).body.status).toBe('dead');
+
+    const purged = await json(`/admin/outbox/dead/purge?partitionKey=${encodeURIComponent(pkB)}`, {
+      method: 'POST',
+    });
+    expect(purged.body).toMatchObject({ purged: 1, filter: { partitionKey: pkB } });
+    expect((await json(`/admin/outbox/${b[0]}`)).status).toBe(404);
+    expect((await json(`/admin/outbox/${a[0]}`)).body.status).toBe('sent');
+  });
+
+  it('refuses a dead-letter filter that is empty, misspelt or malformed, with problem+json', async () => {
+    const refused = async (path: string, method = 'POST') => {
+      const r = await json(path, { method });
+      expect(r.status).toBe(400);
+      expect(r.type).toContain('application/problem+json');
+      return r.body.detail as string;
+    };
+    expect(await refused('/admin/outbox/dead/purge')).toContain('needs at least one criterion');
+    expect(await refused('/admin/outbox/dead/requeue?type=')).toContain('or all=true');
+    expect(await refused('/admin/outbox/dead/purge?typ=thing.created')).toBe(
+      'Unknown filter parameter "typ"; the filter takes type, partitionKey, failedAfter, failedBefore, error, all.',
+    );
+    expect(await refused('/admin/outbox/dead/count?failedAfter=yesterday', 'GET')).toContain(
+      'failedAfter must be an ISO 8601 date',
+    );
+    expect(
+      await refused('/admin/outbox/dead/count?failedBefore=2026-01-01T10:00:00', 'GET'),
+    ).toContain('with a zone');
+    expect(
+      await refused(
+        '/admin/outbox/dead/count?failedAfter=2026-02-01&failedBefore=2026-01-01',
+        'GET',
+      ),
+    ).toBe('failedAfter must be before failedBefore.');
+    expect(await refused('/admin/outbox/dead/purge?all=yes')).toBe(
+      'all must be true when given; got "yes".',
+    );
+    expect(await refused('/admin/outbox/dead/purge?type=a&type=b')).toContain('more than once');
+    const all = await json('/admin/outbox/dead/count?all=true');
+    expect(all).toMatchObject({ status: 200, body: { filter: { all: true } } });
+    expect(all.body.count).toBe((await list('status=dead&limit=1000')).length);
+  });
+
   it('answers bad input and unknown ids with problem+json, and refuses to re-queue a pending message', async () => {
     const bad = await json('/admin/outbox?status=bogus');
     expect(bad.status).toBe(400);

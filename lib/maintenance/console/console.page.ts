@@ -57,6 +57,11 @@ export function consolePage(path: string, refreshSeconds: number): string {
   </table></div>
   <section id="detail" aria-labelledby="detail-h" hidden>
     <h3 id="detail-h" tabindex="-1">Message</h3>
+    <h4 id="detail-history-h">Failed attempts (newest 10)</h4>
+    <div class="scroll"><table id="detail-history" aria-labelledby="detail-history-h">
+      <thead><tr><th scope="col">Attempt</th><th scope="col">At</th><th scope="col">Relay</th><th scope="col">Error class</th><th scope="col">Message</th></tr></thead>
+      <tbody></tbody>
+    </table></div>
     <pre id="detail-body" tabindex="0"></pre>
     <button type="button" id="detail-close">Close</button>
   </section>
@@ -67,6 +72,21 @@ export function consolePage(path: string, refreshSeconds: number): string {
     <button type="button" id="requeue-all">Requeue all dead</button>
     <button type="button" id="purge-all" class="danger">Purge all dead</button>
   </div>
+  <form id="dead-filter" class="key-form" novalidate aria-labelledby="dead-filter-h">
+    <h3 id="dead-filter-h">Requeue or purge by filter</h3>
+    <p class="muted">Every criterion given must hold. Count first: the actions act on what the filter hits.</p>
+    <div class="grid">
+      <label for="filter-type">Type</label><input id="filter-type" name="type" autocomplete="off" placeholder="payment.captured">
+      <label for="filter-key">Partition key</label><input id="filter-key" name="partitionKey" autocomplete="off">
+      <label for="filter-after">Failed after (local time)</label><input id="filter-after" name="failedAfter" type="datetime-local" step="1">
+      <label for="filter-before">Failed before (local time)</label><input id="filter-before" name="failedBefore" type="datetime-local" step="1">
+      <label for="filter-error">Error contains</label><input id="filter-error" name="error" autocomplete="off">
+    </div>
+    <button type="submit" id="filter-count">Count matching</button>
+    <button type="button" id="filter-requeue" disabled>Requeue matching</button>
+    <button type="button" id="filter-purge" class="danger" disabled>Purge matching</button>
+    <p id="filter-result" class="muted" aria-live="polite"></p>
+  </form>
   <div class="scroll"><table id="dead-list" aria-labelledby="dead-h">
     <thead><tr><th scope="col">Id</th><th scope="col">Type</th><th scope="col">Partition key</th><th scope="col">Attempts</th><th scope="col">Last error</th><th scope="col">Actions</th></tr></thead>
     <tbody></tbody>

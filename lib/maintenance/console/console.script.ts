@@ -263,10 +263,73 @@ export const CONSOLE_SCRIPT = String.raw`(function () {
   function showDetail(id) {
     return call('GET', '/outbox/' + encodeURIComponent(id)).then(function (m) {
       $('detail-h').textContent = 'Message ' + m.id;
+      var history = (m.failures || []).slice().reverse();
+      fill($('detail-history').tBodies[0], history.map(function (x) {
+        return el('tr', null, [cell(x.attempt, 'num'), cell(when(x.at)), cell(x.relay, 'mono'), cell(x.error), cell(x.message, 'error')]);
+      }), 5, 'No failed attempt recorded.');
       $('detail-body').textContent = JSON.stringify(m, null, 2);
       $('detail').hidden = false;
       $('detail-h').focus();
     }).catch(function (e) { say(e.message, true); });
+  }
+
+  // ---- Dead letters by filter: count, then confirm, then act ----
+
+  function filterParams() {
+    var form = $('dead-filter');
+    var p = {};
+    ['type', 'partitionKey', 'error'].forEach(function (name) {
+      var v = form.elements[name].value.trim();
+      if (v) p[name] = v;
+    });
+    ['failedAfter', 'failedBefore'].forEach(function (name) {
+      var v = form.elements[name].value;
+      if (v) p[name] = new Date(v).toISOString();
+    });
+    return p;
+  }
+
+  function describeFilter(p) {
+    var parts = Object.keys(p).map(function (k) { return k + ' ' + p[k]; });
+    return parts.length ? parts.join(', ') : 'no criterion';
+  }
+
+  function filterReady(count) {
+    var none = count === null || count === 0;
+    $('filter-requeue').disabled = none;
+    $('filter-purge').disabled = none;
+  }
+
+  function countMatching(event) {
+    if (event) event.preventDefault();
+    var p = filterParams();
+    if (!Object.keys(p).length) {
+      filterReady(null);
+      $('filter-result').textContent = '';
+      say('Set at least one criterion of the filter.', true);
+      return Promise.resolve(null);
+    }
+    return call('GET', '/outbox/dead/count', p).then(function (b) {
+      $('filter-result').textContent = b.count + (b.count === 1 ? ' dead message matches' : ' dead messages match') + ' (' + describeFilter(p) + ').';
+      filterReady(b.count);
+      return b.count;
+    }).catch(function (e) { filterReady(null); say(e.message, true); return null; });
+  }
+
+  // The count is taken again right before the question, so the operator confirms what is there now.
+  function actOnMatching(verb) {
+    var p = filterParams();
+    return countMatching().then(function (n) {
+      if (!n) return;
+      var question = verb === 'requeue'
+        ? 'Requeue ' + n + ' dead messages (' + describeFilter(p) + ')? The relay will publish them again.'
+        : 'Purge ' + n + ' dead messages (' + describeFilter(p) + ')? They are deleted for good.';
+      return act(question, 'POST', '/outbox/dead/' + verb, p, function (b) {
+        filterReady(null);
+        $('filter-result').textContent = '';
+        return verb === 'requeue' ? b.requeued + ' dead messages re-queued.' : b.purged + ' dead messages purged.';
+      });
+    });
   }
 
   function keyParams() {
@@ -337,6 +400,10 @@ export const CONSOLE_SCRIPT = String.raw`(function () {
   $('purge-all').addEventListener('click', function () {
     act('Purge every dead message? They are deleted for good.', 'DELETE', '/outbox/dead', null, function (b) { return b.purged + ' dead messages purged.'; });
   });
+  $('dead-filter').addEventListener('submit', countMatching);
+  $('dead-filter').addEventListener('input', function () { filterReady(null); $('filter-result').textContent = ''; });
+  $('filter-requeue').addEventListener('click', function () { actOnMatching('requeue'); });
+  $('filter-purge').addEventListener('click', function () { actOnMatching('purge'); });
   $('key-form').addEventListener('submit', lookUp);
   $('key-evict').addEventListener('click', evict);
   refresh();

@@ -55,4 +55,6 @@ select, input { font: inherit; padding: 4px 6px; border: 1px solid #6e7781; bord
 .record { display: grid; grid-template-columns: max-content 1fr; gap: 4px 16px; }
 .record dt { color: #57606a; }
 .record dd { margin: 0; }
+#dead-filter { margin: 0 0 14px; }
+h4 { font-size: 14px; margin: 12px 0 6px; }
 `;

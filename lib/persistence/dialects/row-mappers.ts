@@ -45,7 +45,7 @@ export function mapInboxRow(r: any): InboxRow {
 
 /** Columns every dialect selects for an OutboxRow, in this order. */
 export const OUTBOX_COLUMNS =
-  'seq, id, type, payload, headers, partition_key, status, attempts, next_attempt_at, last_error, lease_owner, locked_until, created_at, sent_at';
+  'seq, id, type, payload, headers, partition_key, status, attempts, next_attempt_at, last_error, lease_owner, locked_until, created_at, sent_at, failures, failed_at';
 
 export function mapOutboxRow(r: any): OutboxRow {
   return {
@@ -69,6 +69,8 @@ export function mapOutboxRow(r: any): OutboxRow {
     lockedUntil: dbTime(r.locked_until),
     createdAt: dbTime(r.created_at) ?? new Date(NaN),
     sentAt: dbTime(r.sent_at),
+    failures: r.failures === null || r.failures === undefined ? null : String(r.failures),
+    failedAt: dbTime(r.failed_at),
   };
 }
 

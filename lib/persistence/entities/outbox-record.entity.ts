@@ -79,6 +79,8 @@ export function outboxRecordEntity(
       lockedUntil: { ...t.time(true), name: 'locked_until' },
       createdAt: { ...t.time(), name: 'created_at' },
       sentAt: { ...t.time(true), name: 'sent_at' },
+      failures: t.text({ mysql: 'mediumtext' }),
+      failedAt: { ...t.time(true), name: 'failed_at' },
     },
     // SQL Server: a UNIQUE index (not a constraint), as the migration creates it.
     uniques:

@@ -30,5 +30,8 @@ export function getIdempotencyMigrations(
     defineMigration('AddOutboxDeadIndex1763700000400', naming, (ddl, f) => ddl.outboxDeadIndex(f)),
     defineMigration('LowerCaseCheckNames1763700000500', naming, (ddl, f) => ddl.checkNames(f)),
     defineMigration('CreateOutboxKeyLocks1763800000100', naming, (ddl, f) => ddl.outboxKeyLocks(f)),
+    defineMigration('AddOutboxFailureHistory1763800000200', naming, (ddl, f) =>
+      ddl.outboxFailureHistory(f),
+    ),
   ];
 }

@@ -28,6 +28,13 @@ export interface OutboxRow {
   lockedUntil: Date | null;
   createdAt: Date;
   sentAt: Date | null;
+  /**
+   * The newest failed attempts as stored (JSON text of an array, oldest first), or null when none
+   * failed: see `OutboxFailureRecord`. A requeue keeps it.
+   */
+  failures: string | null;
+  /** When the last failed attempt was recorded (database clock), or null. A requeue keeps it. */
+  failedAt: Date | null;
 }
 
 /** One message to insert (already validated and serialized). */
@@ -64,6 +71,25 @@ export interface OutboxFailureParams {
   retryInMs: number;
   /** Attempts are exhausted: the message becomes `dead` instead of pending. */
   dead: boolean;
+  /** The row's failure history with this attempt appended and bounded (JSON text). */
+  failures: string;
+}
+
+/**
+ * Which dead messages an admin action applies to. Every criterion given must hold; the store
+ * refuses a filter with none (the admin service asks for an explicit `all`).
+ */
+export interface OutboxDeadFilter {
+  /** Exact message type. */
+  type?: string;
+  /** Exact partition key. */
+  partitionKey?: string;
+  /** Last failed attempt at or after this time (database clock). */
+  failedAfter?: Date;
+  /** Last failed attempt before this time (database clock). */
+  failedBefore?: Date;
+  /** A substring of the last error, compared case-insensitively (`LOWER` on both sides). */
+  errorContains?: string;
 }
 
 export interface OutboxListParams {
@@ -132,6 +158,25 @@ export interface OutboxSql {
   purgeDead(exec: SqlExecutor, ids: readonly string[]): Promise<number>;
   /** Number of rows per status. */
   countByStatus(exec: SqlExecutor): Promise<Record<OutboxStatus, number>>;
+  /** How many dead messages match `filter` (an empty filter: every dead message). */
+  countDead(exec: SqlExecutor, filter: OutboxDeadFilter): Promise<number>;
+  /**
+   * Sequences of up to `limit` dead messages that match `filter` and come after `afterSeq`, in
+   * sequence order: one page of a filtered requeue or purge (keyset: each row is visited once).
+   */
+  deadSeqs(
+    exec: SqlExecutor,
+    filter: OutboxDeadFilter,
+    afterSeq: string | undefined,
+    limit: number,
+  ): Promise<string[]>;
+  /**
+   * Puts the rows of `seqs` that are still dead back to pending (attempts reset, due now); their
+   * failure history and last error stay. Returns how many.
+   */
+  requeueDeadSeqs(exec: SqlExecutor, seqs: readonly string[]): Promise<number>;
+  /** Deletes the rows of `seqs` that are still dead; returns how many. */
+  purgeDeadSeqs(exec: SqlExecutor, seqs: readonly string[]): Promise<number>;
 }
 
 /** Columns every dialect selects for an OutboxRow, in this order. */

@@ -33,6 +33,12 @@ export interface SchemaDdl {
    * messages' partition keys right before its COMMIT (OutboxSql.lockKeySlots).
    */
   outboxKeyLocks(features: ServerFeatures): SchemaSql;
+  /**
+   * The outbox's failure history: `failures` (JSON text: the newest failed attempts, each with
+   * its time, relay, error class and message) and `failed_at` (the last failed attempt, on the
+   * database clock), which the dead-letter filters of the admin read.
+   */
+  outboxFailureHistory(features: ServerFeatures): SchemaSql;
 }
 
 /**

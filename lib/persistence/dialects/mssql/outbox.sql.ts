@@ -1,8 +1,13 @@
 import type { OutboxSql } from '../contracts/outbox.contract';
 import type { QuotedTables } from '../dialect';
-import { delayOf, orderedClause } from '../portable/outbox.sql';
-import { chunks, marks as placeholders, sumPerChunk } from '../portable/sql-style';
-import { bySeq, mapOutboxRow, OUTBOX_COLUMNS, statusCounts } from '../row-mappers';
+import {
+  deadFilterWhere,
+  type DeadFilterSpelling,
+  delayOf,
+  orderedClause,
+} from '../portable/outbox.sql';
+import { Binder, chunks, marks as placeholders, sumPerChunk } from '../portable/sql-style';
+import { bySeq, mapOutboxRow, num, OUTBOX_COLUMNS, statusCounts } from '../row-mappers';
 import { dateAddMs, MSSQL_STYLE, rowcount } from './mssql.helpers';
 
 /**
@@ -38,7 +43,8 @@ export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
       seq BIGINT NOT NULL, id VARCHAR(128) NOT NULL, type VARCHAR(255) NOT NULL, payload NVARCHAR(MAX) NOT NULL,
       headers NVARCHAR(MAX) NULL, partition_key NVARCHAR(255) NULL, status VARCHAR(16) NOT NULL, attempts INT NOT NULL,
       next_attempt_at DATETIME2(3) NULL, last_error NVARCHAR(2000) NULL, lease_owner VARCHAR(128) NULL,
-      locked_until DATETIME2(3) NULL, created_at DATETIME2(3) NOT NULL, sent_at DATETIME2(3) NULL)`;
+      locked_until DATETIME2(3) NULL, created_at DATETIME2(3) NOT NULL, sent_at DATETIME2(3) NULL,
+      failures NVARCHAR(MAX) NULL, failed_at DATETIME2(3) NULL)`;
   const inserted = OUTBOX_COLUMNS.split(', ')
     .map((c) => `inserted.${c}`)
     .join(', ');
@@ -109,10 +115,11 @@ export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
         `UPDATE ${T}
             SET attempts = attempts + 1, last_error = @2, next_attempt_at = ${plus('@3', 'SYSUTCDATETIME()')},
                 status = CASE WHEN @4 = 1 THEN 'dead' ELSE 'pending' END,
+                failures = @5, failed_at = SYSUTCDATETIME(),
                 lease_owner = NULL, locked_until = NULL
           WHERE seq = @0 AND lease_owner = @1 AND status = 'pending';
          SELECT @@ROWCOUNT AS n;`,
-        [p.seq, p.owner, p.error, Math.max(0, Math.floor(p.retryInMs)), p.dead ? 1 : 0],
+        [p.seq, p.owner, p.error, Math.max(0, Math.floor(p.retryInMs)), p.dead ? 1 : 0, p.failures],
       );
       return rowcount(rows) === 1;
     },
@@ -186,5 +193,55 @@ export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
       const { rows } = await exec(`SELECT status, COUNT_BIG(*) AS n FROM ${T} GROUP BY status`);
       return statusCounts(rows);
     },
+    async countDead(exec, filter) {
+      const b = new Binder(MSSQL_STYLE);
+      const where = deadFilterWhere(filter, b, DEAD_FILTER);
+      const { rows } = await exec(`SELECT COUNT_BIG(*) AS n FROM ${T} WHERE ${where}`, b.values);
+      return num(rows[0]?.n);
+    },
+    async deadSeqs(exec, filter, afterSeq, limit) {
+      const b = new Binder(MSSQL_STYLE);
+      const where = deadFilterWhere(filter, b, DEAD_FILTER);
+      const after = afterSeq !== undefined ? ` AND seq > ${b.add(afterSeq)}` : '';
+      const { rows } = await exec(
+        `SELECT TOP (${Math.max(1, Math.floor(limit))}) seq FROM ${T} WHERE ${where}${after} ORDER BY seq`,
+        b.values,
+      );
+      return rows.map((r) => String(r.seq));
+    },
+    requeueDeadSeqs(exec, seqs) {
+      return sumPerChunk(seqs, 1000, async (part) => {
+        const { rows } = await exec(
+          `UPDATE ${T}
+              SET status = 'pending', attempts = 0, next_attempt_at = SYSUTCDATETIME(), lease_owner = NULL,
+                  locked_until = NULL, sent_at = NULL
+            WHERE seq IN (${marks(0, part.length)}) AND status = 'dead';
+           SELECT @@ROWCOUNT AS n;`,
+          [...part],
+        );
+        return rowcount(rows);
+      });
+    },
+    purgeDeadSeqs(exec, seqs) {
+      return sumPerChunk(seqs, 1000, async (part) => {
+        const { rows } = await exec(
+          `DELETE FROM ${T} WHERE seq IN (${marks(0, part.length)}) AND status = 'dead';
+           SELECT @@ROWCOUNT AS n;`,
+          [...part],
+        );
+        return rowcount(rows);
+      });
+    },
   };
 }
+
+/**
+ * The dead-letter filter on SQL Server: a time bound as ISO 8601 text (`YYYY-MM-DDTHH:MM:SS.fff`,
+ * read the same whatever the session's DATEFORMAT or language) cast to DATETIME2(3); the error
+ * text found with CHARINDEX on LOWER of both sides (no LIKE: no wildcard to escape).
+ */
+const DEAD_FILTER: DeadFilterSpelling = {
+  time: (m) => `CAST(${m} AS DATETIME2(3))`,
+  timeValue: (d) => d.toISOString().slice(0, 23),
+  contains: (c, m) => `CHARINDEX(LOWER(${m}), LOWER(${c})) > 0`,
+};

@@ -73,6 +73,18 @@ export function mssqlSchema(
         down: [`DROP INDEX IX_${n}_dead ON ${T}`],
       };
     },
+    outboxFailureHistory() {
+      // Two nullable columns without a default: a metadata-only change (no rewrite of the rows).
+      // One column per statement: Babelfish refuses a list of columns in one ADD.
+      const { qualified: T } = table('outbox');
+      return {
+        up: [
+          `ALTER TABLE ${T} ADD failures NVARCHAR(MAX) NULL`,
+          `ALTER TABLE ${T} ADD failed_at DATETIME2(3) NULL`,
+        ],
+        down: [`ALTER TABLE ${T} DROP COLUMN failed_at`, `ALTER TABLE ${T} DROP COLUMN failures`],
+      };
+    },
     checkNames() {
       // Each CHECK constraint a create migration of an earlier version named `CK_…` gets its
       // lower-case name, through sp_rename (@objtype OBJECT, @objname schema.constraint; a

@@ -1,6 +1,6 @@
 import type { OutboxSql } from '../contracts/outbox.contract';
 import type { QuotedTables } from '../dialect';
-import { orderedClause, portableOutboxSql } from '../portable/outbox.sql';
+import { orderedClause, portableOutboxSql, utcText } from '../portable/outbox.sql';
 import { marks } from '../portable/sql-style';
 import { bySeq, mapOutboxRow, OUTBOX_COLUMNS } from '../row-mappers';
 import { MYSQL_NOW, MYSQL_STYLE, mysqlShiftMs } from './mysql.helpers';
@@ -29,6 +29,12 @@ export function mysqlOutboxSql(t: QuotedTables): OutboxSql {
       plusMs: (p) => mysqlShiftMs('DATE_ADD', p),
       chunk: 1000,
       seq: (s) => s,
+      // UTC text (the columns hold UTC_TIMESTAMP values): no session time zone in between.
+      deadFilter: {
+        time: (m) => `CAST(${m} AS DATETIME(3))`,
+        timeValue: utcText,
+        contains: (c, m) => `LOCATE(LOWER(${m}), LOWER(${c})) > 0`,
+      },
     }),
     async lockKeySlots(exec, slots) {
       if (!slots.length) return;

@@ -60,6 +60,15 @@ export function mysqlSchema(
       // (status, seq) index already serves the count of dead messages.
       return { up: [], down: [] };
     },
+    outboxFailureHistory() {
+      const { qualified: T } = table('outbox');
+      return {
+        up: [
+          `ALTER TABLE ${T} ADD COLUMN failures MEDIUMTEXT CHARACTER SET utf8mb4 NULL, ADD COLUMN failed_at DATETIME(3) NULL`,
+        ],
+        down: [`ALTER TABLE ${T} DROP COLUMN failures, DROP COLUMN failed_at`],
+      };
+    },
     inbox() {
       const { qualified: T, bare: n } = table('inbox');
       return {

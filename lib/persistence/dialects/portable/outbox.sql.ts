@@ -1,6 +1,36 @@
-import type { OutboxInsert, OutboxSql } from '../contracts/outbox.contract';
-import { bySeq, mapOutboxRow, OUTBOX_COLUMNS, statusCounts } from '../row-mappers';
-import { chunks, marks, type SqlStyle, sumPerChunk } from './sql-style';
+import type { OutboxDeadFilter, OutboxInsert, OutboxSql } from '../contracts/outbox.contract';
+import { bySeq, mapOutboxRow, num, OUTBOX_COLUMNS, statusCounts } from '../row-mappers';
+import { Binder, chunks, marks, type SqlStyle, sumPerChunk } from './sql-style';
+
+/** How a database spells the parts of a dead-letter filter that differ (times, substrings). */
+export interface DeadFilterSpelling {
+  /** A time parameter's placeholder read as the column's time type. */
+  time(mark: string): string;
+  /** A time as bound for {@link DeadFilterSpelling.time}. */
+  timeValue(d: Date): unknown;
+  /** True when the text of parameter `mark` occurs in `column`, case-insensitively. */
+  contains(column: string, mark: string): string;
+}
+
+/** A time as UTC text with milliseconds, `YYYY-MM-DD HH:MM:SS.fff` (SQLite, MySQL). */
+export const utcText = (d: Date) => d.toISOString().slice(0, 23).replace('T', ' ');
+
+/**
+ * The WHERE clause of dead messages matching `f` (status dead and every criterion given), its
+ * parameters added to `b`. Exact type and partition key; `failed_at` from `failedAfter`
+ * (inclusive) to `failedBefore` (exclusive); the error text as a substring of `last_error`.
+ */
+export function deadFilterWhere(f: OutboxDeadFilter, b: Binder, d: DeadFilterSpelling): string {
+  const where = [`status = 'dead'`];
+  if (f.type !== undefined) where.push(`type = ${b.add(f.type)}`);
+  if (f.partitionKey !== undefined) where.push(`partition_key = ${b.add(f.partitionKey)}`);
+  if (f.failedAfter !== undefined)
+    where.push(`failed_at >= ${d.time(b.add(d.timeValue(f.failedAfter)))}`);
+  if (f.failedBefore !== undefined)
+    where.push(`failed_at < ${d.time(b.add(d.timeValue(f.failedBefore)))}`);
+  if (f.errorContains !== undefined) where.push(d.contains('last_error', b.add(f.errorContains)));
+  return where.join(' AND ');
+}
 
 /**
  * The claim's ordering clause (per partition key), the same on every database: a candidate `c`
@@ -25,6 +55,8 @@ export interface PortableOutboxOptions {
   chunk: number;
   /** A sequence as the driver binds it (SQLite: a number). */
   seq(s: string): unknown;
+  /** The dead-letter filter's database-specific parts. */
+  deadFilter: DeadFilterSpelling;
 }
 
 type PortableOutbox = Omit<OutboxSql, 'claim' | 'lockKeySlots'>;
@@ -71,9 +103,17 @@ export function portableOutboxSql(T: string, o: PortableOutboxOptions): Portable
         `UPDATE ${T}
             SET attempts = attempts + 1, last_error = ${mark(0)}, next_attempt_at = ${o.plusMs(mark(1))},
                 status = CASE WHEN ${mark(2)} = 1 THEN 'dead' ELSE 'pending' END,
+                failures = ${mark(3)}, failed_at = ${now},
                 lease_owner = NULL, locked_until = NULL
-          WHERE seq = ${mark(3)} AND lease_owner = ${mark(4)} AND status = 'pending'`,
-        [p.error, Math.max(0, Math.floor(p.retryInMs)), p.dead ? 1 : 0, o.seq(p.seq), p.owner],
+          WHERE seq = ${mark(4)} AND lease_owner = ${mark(5)} AND status = 'pending'`,
+        [
+          p.error,
+          Math.max(0, Math.floor(p.retryInMs)),
+          p.dead ? 1 : 0,
+          p.failures,
+          o.seq(p.seq),
+          p.owner,
+        ],
       );
       return affected === 1;
     },
@@ -141,6 +181,42 @@ export function portableOutboxSql(T: string, o: PortableOutboxOptions): Portable
     async countByStatus(exec) {
       const { rows } = await exec(`SELECT status, COUNT(*) AS n FROM ${T} GROUP BY status`);
       return statusCounts(rows);
+    },
+    async countDead(exec, filter) {
+      const b = new Binder(style);
+      const where = deadFilterWhere(filter, b, o.deadFilter);
+      const { rows } = await exec(`SELECT COUNT(*) AS n FROM ${T} WHERE ${where}`, b.values);
+      return num(rows[0]?.n);
+    },
+    async deadSeqs(exec, filter, afterSeq, limit) {
+      const b = new Binder(style);
+      const where = deadFilterWhere(filter, b, o.deadFilter);
+      const after = afterSeq !== undefined ? ` AND seq > ${b.add(o.seq(afterSeq))}` : '';
+      const { rows } = await exec(
+        `SELECT seq FROM ${T} WHERE ${where}${after} ORDER BY seq LIMIT ${Math.max(1, Math.floor(limit))}`,
+        b.values,
+      );
+      return rows.map((r) => String(r.seq));
+    },
+    requeueDeadSeqs(exec, seqs) {
+      return sumPerChunk(seqs, o.chunk, async (part) => {
+        const { affected } = await exec(
+          `UPDATE ${T}
+              SET status = 'pending', attempts = 0, next_attempt_at = ${now}, lease_owner = NULL, locked_until = NULL, sent_at = NULL
+            WHERE seq IN (${marks(style, 0, part.length)}) AND status = 'dead'`,
+          part.map(o.seq),
+        );
+        return affected;
+      });
+    },
+    purgeDeadSeqs(exec, seqs) {
+      return sumPerChunk(seqs, o.chunk, async (part) => {
+        const { affected } = await exec(
+          `DELETE FROM ${T} WHERE seq IN (${marks(style, 0, part.length)}) AND status = 'dead'`,
+          part.map(o.seq),
+        );
+        return affected;
+      });
     },
   };
 }

@@ -31,7 +31,18 @@ export function postgresOutboxSql(t: QuotedTables): OutboxSql {
     .map((c) => `t.${c}`)
     .join(', ');
   return {
-    ...portableOutboxSql(T, { style: POSTGRES_STYLE, now, plusMs, chunk: 1000, seq: (x) => x }),
+    ...portableOutboxSql(T, {
+      style: POSTGRES_STYLE,
+      now,
+      plusMs,
+      chunk: 1000,
+      seq: (x) => x,
+      deadFilter: {
+        time: (m) => `${m}::timestamptz`,
+        timeValue: (d) => d.toISOString(),
+        contains: (c, m) => `strpos(lower(${c}), lower(${m})) > 0`,
+      },
+    }),
     async claim(exec, _inTransaction, p) {
       const ordered = orderedClause(T, p.ordered);
       const { rows } = await exec(
@@ -72,9 +83,10 @@ export function postgresOutboxSql(t: QuotedTables): OutboxSql {
         `UPDATE ${T}
             SET attempts = attempts + 1, last_error = $3, next_attempt_at = ${plusMs('$4')},
                 status = CASE WHEN $5::boolean THEN 'dead' ELSE 'pending' END,
+                failures = $6, failed_at = ${now},
                 lease_owner = NULL, locked_until = NULL
           WHERE seq = $1 AND lease_owner = $2 AND status = 'pending'`,
-        [p.seq, p.owner, p.error, Math.max(0, Math.floor(p.retryInMs)), p.dead],
+        [p.seq, p.owner, p.error, Math.max(0, Math.floor(p.retryInMs)), p.dead, p.failures],
       );
       return affected === 1;
     },

@@ -66,6 +66,16 @@ export function postgresSchema(
         down: [`DROP INDEX ${schemaPrefix}ix_${n}_dead`],
       };
     },
+    outboxFailureHistory() {
+      // Nullable columns without a default: a catalog change only (no rewrite of the rows).
+      const { qualified: T } = table('outbox');
+      return {
+        up: [
+          `ALTER TABLE ${T} ADD COLUMN failures TEXT NULL, ADD COLUMN failed_at TIMESTAMPTZ(3) NULL`,
+        ],
+        down: [`ALTER TABLE ${T} DROP COLUMN failures, DROP COLUMN failed_at`],
+      };
+    },
     inbox() {
       const { qualified: T, bare: n } = table('inbox');
       return {

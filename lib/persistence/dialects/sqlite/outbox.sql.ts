@@ -1,6 +1,6 @@
 import type { OutboxSql } from '../contracts/outbox.contract';
 import type { QuotedTables } from '../dialect';
-import { orderedClause, portableOutboxSql } from '../portable/outbox.sql';
+import { orderedClause, portableOutboxSql, utcText } from '../portable/outbox.sql';
 import { bySeq, mapOutboxRow, OUTBOX_COLUMNS } from '../row-mappers';
 import { SQLITE_STYLE, sqliteNow } from './sqlite.helpers';
 
@@ -20,6 +20,12 @@ export function sqliteOutboxSql(t: QuotedTables): OutboxSql {
       plusMs: sqliteNow,
       chunk: 500,
       seq: Number,
+      // Times are UTC text compared as text; lower() folds ASCII letters only.
+      deadFilter: {
+        time: (m) => m,
+        timeValue: utcText,
+        contains: (c, m) => `instr(lower(${c}), lower(${m})) > 0`,
+      },
     }),
     async lockKeySlots() {
       // One writer: a transaction that writes holds the database until it ends.

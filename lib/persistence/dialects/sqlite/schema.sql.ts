@@ -71,6 +71,20 @@ export function sqliteSchema(
         down: [`DROP INDEX ${q(`ix_${n}_dead`)}`],
       };
     },
+    outboxFailureHistory() {
+      // One column per ALTER TABLE on SQLite; DROP COLUMN needs SQLite 3.35 or later.
+      const { qualified: T } = table('outbox');
+      return {
+        up: [
+          `ALTER TABLE ${T} ADD COLUMN "failures" text`,
+          `ALTER TABLE ${T} ADD COLUMN "failed_at" datetime`,
+        ],
+        down: [
+          `ALTER TABLE ${T} DROP COLUMN "failed_at"`,
+          `ALTER TABLE ${T} DROP COLUMN "failures"`,
+        ],
+      };
+    },
     inbox() {
       const { qualified: T, bare: n } = table('inbox');
       return {
