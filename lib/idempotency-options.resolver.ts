@@ -1,3 +1,4 @@
+import { validateOutboxRouting } from './outbox/outbox-routing.options';
 import { inboxBackoffProblem } from './inbox/inbox-backoff';
 import { stripUndefined } from './internal/strip-undefined';
 import { resolveKeyRing } from './encryption/key-ring';
@@ -328,4 +329,5 @@ function validateOutboxOptions(
   if (!(o.backoffBaseMs >= 0)) fail('outbox.backoffBaseMs must be >= 0');
   if (!(o.backoffMaxMs >= o.backoffBaseMs))
     fail('outbox.backoffMaxMs must be >= outbox.backoffBaseMs');
+  validateOutboxRouting(o, fail);
 }

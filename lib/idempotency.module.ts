@@ -26,6 +26,8 @@ import { OutboxGaugesObserver } from './maintenance/outbox-gauges.observer';
 import { OutboxAdminService } from './outbox/outbox-admin.service';
 import { OutboxPublisherCheck } from './outbox/outbox-publisher.check';
 import { OutboxRelay } from './outbox/outbox-relay.service';
+import { OutboxHandlersExplorer } from './outbox/handlers/outbox-handlers.explorer';
+import { OutboxHandlersRegistry } from './outbox/handlers/outbox-handlers.registry';
 import { OutboxService } from './outbox/outbox.service';
 import { OutboxWakeSignal } from './outbox/outbox-wake.signal';
 import { ConditionalStore } from './conditional/conditional.store';
@@ -64,6 +66,7 @@ const PUBLIC_PROVIDERS = [
   OutboxService,
   OutboxRelay,
   OutboxAdminService,
+  OutboxHandlersRegistry,
 ];
 
 /** The library's own machinery (`@internal`): wired here, never exported. */
@@ -74,6 +77,7 @@ const INTERNAL_PROVIDERS = [
   IdempotentRoutesExplorer,
   OutboxWakeSignal,
   OutboxPublisherCheck,
+  OutboxHandlersExplorer,
   // Each feature's way to SQL (internal).
   OutboxStore,
   InboxStore,

@@ -1,6 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { OutboxPublisher } from './outbox/outbox-publisher.interface';
+import type { OutboxRoutingOptions } from './outbox/outbox-routing.options';
 import type { ReplayCacheStore } from './persistence/replay-cache.store';
 import type { EncryptionOptions, KeyRing } from './encryption/key-ring';
 
@@ -224,7 +225,7 @@ export interface IdempotencyEndpointOptions<TRequest = any> {
   strayWrites?: StrayWritesPolicy;
 }
 
-export interface OutboxOptions {
+export interface OutboxOptions extends OutboxRoutingOptions {
   /** Run the relay in this process. Default true. */
   relayEnabled?: boolean;
   /** Poll interval in ms. Default 1000. */
@@ -451,7 +452,8 @@ export interface ResolvedIdempotencyOptions extends Required<
   /** The status header's name, or undefined when off. */
   statusHeader?: string;
   onEvent?: (event: IdempotencyEvent) => void;
-  outbox: Required<Omit<OutboxOptions, 'publisher'>> & Pick<OutboxOptions, 'publisher'>;
+  outbox: Required<Omit<OutboxOptions, 'publisher' | keyof OutboxRoutingOptions>> &
+    Pick<OutboxOptions, 'publisher' | keyof OutboxRoutingOptions>;
   inbox: Required<InboxOptions>;
   cleanup: Required<CleanupOptions>;
   health: Required<HealthOptions>;

@@ -78,7 +78,16 @@ export type {
   OutboxRelayStatus,
   OutboxBatchResult,
   OutboxRelayOutage,
+  OutboxPublisherStatus,
+  OutboxPublishers,
 } from './outbox/outbox-relay.service';
+export { DEFAULT_ROUTE } from './outbox/outbox-routing.options';
+export type { OutboxRoutingOptions } from './outbox/outbox-routing.options';
+export { OnOutboxMessage } from './outbox/handlers/on-outbox-message.decorator';
+export type { OnOutboxMessageOptions } from './outbox/handlers/on-outbox-message.decorator';
+export type { OutboxHandlerContext } from './outbox/handlers/outbox-handler.interface';
+export { OutboxHandlersRegistry } from './outbox/handlers/outbox-handlers.registry';
+export { InProcessPublisher, inProcessPublisher } from './outbox/publishers/in-process.publisher';
 export { OutboxPublisher } from './outbox/outbox-publisher.interface';
 export type { OutboxEvent, OutboxMessage } from './outbox/outbox-message.interface';
 export { OUTBOX_HEADERS } from './outbox/outbox.constants';
@@ -87,6 +96,8 @@ export {
   InvalidOutboxEventError,
   OutboxPublishTimeoutError,
   PublisherUnavailableError,
+  OutboxRouteError,
+  NoOutboxHandlerError,
 } from './outbox/outbox.errors';
 export { isConnectionError } from './outbox/outbox-unavailable';
 export { ClientProxyPublisher } from './outbox/publishers/client-proxy.publisher';

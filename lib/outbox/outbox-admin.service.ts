@@ -1,3 +1,4 @@
+import { DEFAULT_ROUTE } from './outbox-routing.options';
 import { Injectable } from '@nestjs/common';
 import type { OutboxRow, OutboxStatus } from '../persistence/dialects';
 import { OutboxWakeSignal } from './outbox-wake.signal';
@@ -21,6 +22,8 @@ export interface OutboxEntry {
   lockedUntil: Date | null;
   createdAt: Date;
   sentAt: Date | null;
+  /** The publisher it is routed to (fixed when it was added; `default` for the `outbox.publisher` option). */
+  route: string;
 }
 
 export interface OutboxListFilter {
@@ -117,5 +120,6 @@ function toEntry(r: OutboxRow): OutboxEntry {
     lockedUntil: r.lockedUntil,
     createdAt: r.createdAt,
     sentAt: r.sentAt,
+    route: r.route ?? DEFAULT_ROUTE,
   };
 }

@@ -65,6 +65,10 @@ export class OutboxStore {
     return this.sql.countByStatus(this.db.autocommit());
   }
 
+  pendingByRoute(): Promise<Record<string, number>> {
+    return this.sql.pendingByRoute(this.db.autocommit());
+  }
+
   private get sql(): OutboxSql {
     return this.db.dialect.outbox;
   }

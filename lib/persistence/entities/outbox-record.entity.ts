@@ -79,6 +79,7 @@ export function outboxRecordEntity(
       lockedUntil: { ...t.time(true), name: 'locked_until' },
       createdAt: { ...t.time(), name: 'created_at' },
       sentAt: { ...t.time(true), name: 'sent_at' },
+      route: t.ascii(64, true),
     },
     // SQL Server: a UNIQUE index (not a constraint), as the migration creates it.
     uniques:

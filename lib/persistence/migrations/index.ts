@@ -28,5 +28,6 @@ export function getIdempotencyMigrations(
     defineMigration('CreateInboxMessages1763700000300', naming, (ddl, f) => ddl.inbox(f)),
     defineMigration('AddOutboxDeadIndex1763700000400', naming, (ddl, f) => ddl.outboxDeadIndex(f)),
     defineMigration('LowerCaseCheckNames1763700000500', naming, (ddl, f) => ddl.checkNames(f)),
+    defineMigration('AddOutboxRoute1763800000300', naming, (ddl, f) => ddl.outboxRoute(f)),
   ];
 }

@@ -28,6 +28,8 @@ export interface OutboxRow {
   lockedUntil: Date | null;
   createdAt: Date;
   sentAt: Date | null;
+  /** The publisher the message goes to, fixed when it was added (NULL: the one named `default`). */
+  route: string | null;
 }
 
 /** One message to insert (already validated and serialized). */
@@ -37,6 +39,8 @@ export interface OutboxInsert {
   payload: string;
   headers: string | null;
   partitionKey: string | null;
+  /** The publisher's name (validated: letters, digits, `.`, `_`, `-`; at most 64). */
+  route: string;
 }
 
 export interface OutboxClaimParams {
@@ -51,6 +55,11 @@ export interface OutboxClaimParams {
    * is still pending (due or not, leased or not). Rows without a partition key are unordered.
    */
   ordered: boolean;
+  /**
+   * Claim only rows routed to one of these publishers (NULL counts as `default`). Undefined: any
+   * route. Names are validated at boot (letters, digits, `.`, `_`, `-`) and written as literals.
+   */
+  routes?: readonly string[];
 }
 
 export interface OutboxFailureParams {
@@ -120,6 +129,8 @@ export interface OutboxSql {
   purgeDead(exec: SqlExecutor, ids: readonly string[]): Promise<number>;
   /** Number of rows per status. */
   countByStatus(exec: SqlExecutor): Promise<Record<OutboxStatus, number>>;
+  /** Number of pending rows per route (NULL reported as `default`). */
+  pendingByRoute(exec: SqlExecutor): Promise<Record<string, number>>;
 }
 
 /** Columns every dialect selects for an OutboxRow, in this order. */

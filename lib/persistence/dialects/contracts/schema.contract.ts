@@ -27,6 +27,13 @@ export interface SchemaDdl {
    * reports, so only lower-case names read back as declared there (TypeORM matches checks by name).
    */
   checkNames(features: ServerFeatures): SchemaSql;
+  /**
+   * The outbox's `route` column: the name of the publisher a message goes to, resolved by
+   * `outbox.route` when the message is added and never changed afterwards (a retry goes where
+   * the first attempt went). NULL (rows written before this migration, or by a version without
+   * routes) means the publisher named `default`.
+   */
+  outboxRoute(features: ServerFeatures): SchemaSql;
 }
 
 /** One library migration as the schema script prints it: its TypeORM name and statements. */

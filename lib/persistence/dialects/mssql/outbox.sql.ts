@@ -1,8 +1,8 @@
 import type { OutboxSql } from '../contracts/outbox.contract';
 import type { QuotedTables } from '../dialect';
-import { orderedClause } from '../portable/outbox.sql';
+import { orderedClause, routeClause } from '../portable/outbox.sql';
 import { chunks, marks as placeholders, sumPerChunk } from '../portable/sql-style';
-import { bySeq, mapOutboxRow, OUTBOX_COLUMNS, statusCounts } from '../row-mappers';
+import { bySeq, mapOutboxRow, OUTBOX_COLUMNS, statusCounts, pendingPerRoute } from '../row-mappers';
 import { dateAddMs, MSSQL_STYLE, rowcount } from './mssql.helpers';
 
 /**
@@ -38,23 +38,24 @@ export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
       seq BIGINT NOT NULL, id VARCHAR(128) NOT NULL, type VARCHAR(255) NOT NULL, payload NVARCHAR(MAX) NOT NULL,
       headers NVARCHAR(MAX) NULL, partition_key NVARCHAR(255) NULL, status VARCHAR(16) NOT NULL, attempts INT NOT NULL,
       next_attempt_at DATETIME2(3) NULL, last_error NVARCHAR(2000) NULL, lease_owner VARCHAR(128) NULL,
-      locked_until DATETIME2(3) NULL, created_at DATETIME2(3) NOT NULL, sent_at DATETIME2(3) NULL)`;
+      locked_until DATETIME2(3) NULL, created_at DATETIME2(3) NOT NULL, sent_at DATETIME2(3) NULL,
+      route VARCHAR(64) NULL)`;
   const inserted = OUTBOX_COLUMNS.split(', ')
     .map((c) => `inserted.${c}`)
     .join(', ');
   return {
     async insert(exec, rows) {
-      // 5 parameters per row: 400 rows stay under the 2,100-parameter limit.
-      for (const part of chunks(rows, 400)) {
+      // 6 parameters per row: 300 rows stay under the 2,100-parameter limit.
+      for (const part of chunks(rows, 300)) {
         const params: unknown[] = [];
         const values = part.map((r) => {
           const i = params.length;
-          params.push(r.id, r.type, r.payload, r.headers, r.partitionKey);
-          return `(@${i}, @${i + 1}, @${i + 2}, @${i + 3}, @${i + 4}, 'pending', 0, @now, @now)`;
+          params.push(r.id, r.type, r.payload, r.headers, r.partitionKey, r.route);
+          return `(@${i}, @${i + 1}, @${i + 2}, @${i + 3}, @${i + 4}, @${i + 5}, 'pending', 0, @now, @now)`;
         });
         await exec(
           `DECLARE @now DATETIME2(3) = SYSUTCDATETIME();
-           INSERT INTO ${T} (id, type, payload, headers, partition_key, status, attempts, next_attempt_at, created_at)
+           INSERT INTO ${T} (id, type, payload, headers, partition_key, route, status, attempts, next_attempt_at, created_at)
            VALUES ${values.join(', ')};`,
           params,
         );
@@ -74,6 +75,7 @@ export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
                          WHERE c.status = 'pending' AND c.next_attempt_at <= @now
                            AND (c.locked_until IS NULL OR c.locked_until <= @now)
                            ${ordered}
+                           ${routeClause(p.routes)}
                          ORDER BY c.seq)
             AND status = 'pending' AND (locked_until IS NULL OR locked_until <= @now);
          SELECT ${OUTBOX_COLUMNS} FROM @claimed;`,
@@ -169,6 +171,12 @@ export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
         );
         return rowcount(rows);
       });
+    },
+    async pendingByRoute(exec) {
+      const { rows } = await exec(
+        `SELECT route, COUNT(*) AS n FROM ${T} WHERE status = 'pending' GROUP BY route`,
+      );
+      return pendingPerRoute(rows);
     },
     async countByStatus(exec) {
       const { rows } = await exec(`SELECT status, COUNT_BIG(*) AS n FROM ${T} GROUP BY status`);

@@ -47,6 +47,14 @@ export function mysqlSchema(
       // (status, seq) index already serves the count of dead messages.
       return { up: [], down: [] };
     },
+    outboxRoute() {
+      // An instant ADD COLUMN on MySQL 8 / MariaDB 10.3+ (a trailing nullable column).
+      const { qualified: T } = table('outbox');
+      return {
+        up: [`ALTER TABLE ${T} ADD COLUMN route VARCHAR(64) NULL`],
+        down: [`ALTER TABLE ${T} DROP COLUMN route`],
+      };
+    },
     inbox() {
       const { qualified: T, bare: n } = table('inbox');
       return {

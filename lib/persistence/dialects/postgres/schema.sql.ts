@@ -53,6 +53,13 @@ export function postgresSchema(
         down: [`DROP INDEX ${schemaPrefix}ix_${n}_dead`],
       };
     },
+    outboxRoute() {
+      const { qualified: T } = table('outbox');
+      return {
+        up: [`ALTER TABLE ${T} ADD COLUMN route VARCHAR(64) NULL`],
+        down: [`ALTER TABLE ${T} DROP COLUMN route`],
+      };
+    },
     inbox() {
       const { qualified: T, bare: n } = table('inbox');
       return {
