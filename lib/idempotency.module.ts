@@ -33,6 +33,8 @@ import { OutboxGaugesObserver } from './maintenance/outbox-gauges.observer';
 import { OutboxAdminService } from './outbox/outbox-admin.service';
 import { OutboxPublisherCheck } from './outbox/outbox-publisher.check';
 import { OutboxRelay } from './outbox/outbox-relay.service';
+import { OutboxHandlersExplorer } from './outbox/handlers/outbox-handlers.explorer';
+import { OutboxHandlersRegistry } from './outbox/handlers/outbox-handlers.registry';
 import { OutboxService } from './outbox/outbox.service';
 import { OutboxWakeSignal } from './outbox/outbox-wake.signal';
 import { ConditionalStore } from './conditional/conditional.store';
@@ -72,6 +74,7 @@ const PUBLIC_PROVIDERS = [
   OutboxRelay,
   OutboxAdminService,
   ExactlyOnceEvents,
+  OutboxHandlersRegistry,
 ];
 
 /** The library's own machinery (`@internal`): wired here, never exported. */
@@ -82,6 +85,7 @@ const INTERNAL_PROVIDERS = [
   IdempotentRoutesExplorer,
   OutboxWakeSignal,
   OutboxPublisherCheck,
+  OutboxHandlersExplorer,
   // Each feature's way to SQL (internal).
   OutboxStore,
   InboxStore,

@@ -115,7 +115,16 @@ export type {
   OutboxRelayStatus,
   OutboxBatchResult,
   OutboxRelayOutage,
+  OutboxPublisherStatus,
+  OutboxPublishers,
 } from './outbox/outbox-relay.service';
+export { DEFAULT_ROUTE } from './outbox/outbox-routing.options';
+export type { OutboxRoutingOptions } from './outbox/outbox-routing.options';
+export { OnOutboxMessage } from './outbox/handlers/on-outbox-message.decorator';
+export type { OnOutboxMessageOptions } from './outbox/handlers/on-outbox-message.decorator';
+export type { OutboxHandlerContext } from './outbox/handlers/outbox-handler.interface';
+export { OutboxHandlersRegistry } from './outbox/handlers/outbox-handlers.registry';
+export { InProcessPublisher, inProcessPublisher } from './outbox/publishers/in-process.publisher';
 export { OutboxPublisher } from './outbox/outbox-publisher.interface';
 export type { OutboxEvent, OutboxMessage } from './outbox/outbox-message.interface';
 export { OUTBOX_HEADERS } from './outbox/outbox.constants';
@@ -126,6 +135,8 @@ export {
   NonRetryableError,
   OutboxDeadFilterRequiredError,
   PublisherUnavailableError,
+  OutboxRouteError,
+  NoOutboxHandlerError,
 } from './outbox/outbox.errors';
 export { isConnectionError } from './outbox/outbox-unavailable';
 /** @deprecated Import from `nestjs-exactly-once/client-proxy`; this root re-export is removed in the next minor version. */

@@ -143,13 +143,12 @@ BEGIN
 END;
 GO
 
--- Migration AddOutboxFailureHistory1763800000200
-IF NOT EXISTS (SELECT 1 FROM [migrations] WHERE [name] = N'AddOutboxFailureHistory1763800000200')
+-- Migration AddOutboxRoute1763800000300
+IF NOT EXISTS (SELECT 1 FROM [migrations] WHERE [name] = N'AddOutboxRoute1763800000300')
 BEGIN
   BEGIN TRANSACTION;
-  ALTER TABLE [outbox_messages] ADD failures NVARCHAR(MAX) NULL;
-  ALTER TABLE [outbox_messages] ADD failed_at DATETIME2(3) NULL;
-  INSERT INTO [migrations] ([timestamp], [name]) VALUES (1763800000200, N'AddOutboxFailureHistory1763800000200');
+  ALTER TABLE [outbox_messages] ADD route VARCHAR(64) NULL;
+  INSERT INTO [migrations] ([timestamp], [name]) VALUES (1763800000300, N'AddOutboxRoute1763800000300');
   COMMIT TRANSACTION;
 END;
 GO

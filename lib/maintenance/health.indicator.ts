@@ -13,6 +13,7 @@ import {
   HEALTH_RELAY_STOPPED,
 } from './maintenance.messages';
 import { OutboxRelay, type OutboxRelayStatus } from '../outbox/outbox-relay.service';
+import { OutboxStore } from '../outbox/outbox.store';
 
 /** The relay of this process as the indicator sees it. */
 export type RelayLiveness = 'running' | 'stale' | 'stopped' | 'not-started' | 'disabled';
@@ -29,6 +30,22 @@ export interface OutboxHealthDetails {
    * not make the check `down` by itself; a long one does through `maxPendingAgeMs`.
    */
   relayBackingOff?: { reason: 'broker' | 'database' | 'error'; forMs: number; lastError: string };
+  /**
+   * Per publisher of this process's relay (`default` for the `outbox.publisher` option): its
+   * pending messages and, while its broker is unreachable, how long it has been backing off.
+   * One publisher backing off does not make the check `down`; its ageing messages do, through
+   * `maxPendingAgeMs`.
+   */
+  publishers?: Record<
+    string,
+    { pending: number; backingOff?: { forMs: number; lastError: string } }
+  >;
+  /**
+   * Pending messages routed to publishers this process's relay does not have (the options
+   * changed after they were added): they wait, neither published nor lost, until a relay with
+   * that publisher runs or an operator requeues them elsewhere. By route name.
+   */
+  unroutedPending?: Record<string, number>;
   pending?: number;
   oldestPendingAgeMs?: number;
   deadLetters?: number;
@@ -113,11 +130,43 @@ export class IdempotencyHealthIndicator {
         reasons.push(HEALTH_DEAD_LETTERS(row.dead, t.maxDeadLetters));
     }
 
+    if (relay && Object.keys(relay.publishers).length) {
+      try {
+        this.addPublisherDetails(details, relay, await this.readPendingByRoute());
+      } catch (e) {
+        reasons.push(HEALTH_QUERY_FAILED(String((e as Error)?.message ?? e)));
+      }
+    }
+
     if (reasons.length) {
       details.status = 'down';
       details.reasons = reasons;
     }
     return { [key]: details };
+  }
+
+  private addPublisherDetails(
+    details: OutboxHealthDetails,
+    relay: OutboxRelayStatus,
+    pendingByRoute: Record<string, number>,
+  ): void {
+    const publishers: NonNullable<OutboxHealthDetails['publishers']> = {};
+    for (const [name, p] of Object.entries(relay.publishers)) {
+      publishers[name] = { pending: pendingByRoute[name] ?? 0 };
+      if (p.outage)
+        publishers[name].backingOff = {
+          forMs: Math.max(0, Date.now() - p.outage.since.getTime()),
+          lastError: p.outage.lastError,
+        };
+    }
+    details.publishers = publishers;
+    const unrouted = Object.entries(pendingByRoute).filter(([r, n]) => n > 0 && !publishers[r]);
+    if (unrouted.length) details.unroutedPending = Object.fromEntries(unrouted);
+  }
+
+  /** Pending messages per route (override to read them elsewhere). */
+  protected readPendingByRoute(): Promise<Record<string, number>> {
+    return this.moduleRef.get(OutboxStore, { strict: false }).pendingByRoute();
   }
 
   /** The relay of this process, or undefined when there is none. */

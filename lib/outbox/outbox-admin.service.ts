@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { OutboxDeadFilter, OutboxRow, OutboxStatus } from '../persistence/dialects';
 import { type OutboxFailureRecord, parseFailures } from './outbox-failure.policy';
 import { OutboxDeadFilterRequiredError } from './outbox.errors';
+import { DEFAULT_ROUTE } from './outbox-routing.options';
 import { OutboxWakeSignal } from './outbox-wake.signal';
 import { OutboxStore } from './outbox.store';
 
@@ -31,6 +32,8 @@ export interface OutboxEntry {
   failures: OutboxFailureRecord[];
   /** When the last failed attempt was recorded (database clock), or null. */
   failedAt: Date | null;
+  /** The publisher it is routed to (fixed when it was added; `default` for the `outbox.publisher` option). */
+  route: string;
 }
 
 /**
@@ -204,5 +207,6 @@ function toEntry(r: OutboxRow): OutboxEntry {
     sentAt: r.sentAt,
     failures: parseFailures(r.failures),
     failedAt: r.failedAt,
+    route: r.route ?? DEFAULT_ROUTE,
   };
 }

@@ -34,6 +34,8 @@ import { markSentWithRetries, settleWithRetries } from './outbox-settle';
 import type { OutboxMessage } from './outbox-message.interface';
 import { OutboxPublisher } from './outbox-publisher.interface';
 import { OutboxWakeSignal } from './outbox-wake.signal';
+import { DEFAULT_ROUTE } from './outbox-routing.options';
+import { InProcessPublisher } from './publishers/in-process.publisher';
 
 /**
  * Why the relay of this process is backing off as a whole: `broker`, the publisher could not
@@ -67,6 +69,23 @@ export interface OutboxRelayStatus {
   unavailable: number;
   /** Set while the relay backs off as a whole (broker or database unreachable); null otherwise. */
   outage: OutboxRelayOutage | null;
+  /**
+   * Per named publisher (`default` for the `outbox.publisher` option): its counters, and its
+   * outage while its broker is unreachable. A publisher that backs off does not hold the others:
+   * the relay claims only the messages of publishers that are not backing off; when every
+   * publisher is, the relay backs off as a whole (`outage`, reason `broker`).
+   */
+  publishers: Record<string, OutboxPublisherStatus>;
+}
+
+/** What one named publisher of the relay is doing. */
+export interface OutboxPublisherStatus {
+  published: number;
+  failed: number;
+  dead: number;
+  unavailable: number;
+  /** Set while this publisher's broker is unreachable (its messages wait, others flow). */
+  outage: OutboxRelayOutage | null;
 }
 
 /** Outcome of one claimed batch. */
@@ -81,7 +100,12 @@ export interface OutboxBatchResult {
   unavailable: number;
   /** The first error of those, when `unavailable` > 0. */
   unavailableError?: string;
+  /** The publishers whose broker was unreachable in this pass (by name). */
+  unavailableBy?: Record<string, string>;
 }
+
+/** The relay's publishers by name (what `runOnce` takes besides a single publisher). */
+export type OutboxPublishers = ReadonlyMap<string, OutboxPublisher>;
 
 /**
  * The outbox relay: started at application bootstrap, stopped before shutdown. Each pass claims
@@ -108,7 +132,12 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
   /** Identifies this relay in lease owners (`<host>/<pid>/<random>#<batch>`). */
   readonly relayId = `${hostname().slice(0, 64)}/${process.pid}/${randomUUID().slice(0, 8)}`;
   protected readonly logger = new LibraryLogger(this.options.logger, 'OutboxRelay');
-  private publisher: OutboxPublisher | undefined;
+  private publishers: OutboxPublishers | undefined;
+  /** Per publisher name: counters and outage. */
+  private readonly perPublisher = new Map<
+    string,
+    OutboxPublisherStatus & { retryAt: number; recoveredLogged?: boolean }
+  >();
   private state: OutboxRelayStatus['state'] = 'idle';
   private loop: Promise<void> | undefined;
   private interruptSleep: (() => void) | undefined;
@@ -118,6 +147,8 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
   private stopGauge: (() => void) | undefined;
   /** A backoff sleep: a wake-up (new rows committed) does not cut it short, only stop() does. */
   private backingOff = false;
+  /** The loop's own pass is running (per-publisher backoff applies). */
+  private inLoop = false;
   private outage: OutboxRelayOutage | null = null;
   private readonly counters = {
     heartbeatAt: null as Date | null,
@@ -140,12 +171,12 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
   /** Nest lifecycle hook: starts the relay with the app's `OutboxPublisher`, unless `outbox.relayEnabled` is false. */
   onApplicationBootstrap(): void {
     if (!this.options.outbox.relayEnabled) return;
-    const publisher = this.resolvePublisher();
-    if (!publisher) {
+    const publishers = this.resolvePublishers();
+    if (!publishers.size) {
       this.log('log', 'relay.not-started', { reason: NO_PUBLISHER });
       return;
     }
-    this.start(publisher);
+    this.start(publishers);
   }
 
   /** Nest lifecycle hook: stops the relay, waiting up to `outbox.shutdownTimeoutMs` for the batch in flight. */
@@ -154,11 +185,15 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
   }
 
   /** Starts the loop (bootstrap does it when `outbox.relayEnabled`); a no-op when running. */
-  start(publisher?: OutboxPublisher): void {
+  start(publisher?: OutboxPublisher | OutboxPublishers): void {
     if (this.state !== 'idle') return;
-    const p = publisher ?? this.publisher ?? this.resolvePublisher();
-    if (!p) throw new Error(NO_PUBLISHER);
-    this.publisher = p;
+    const p = publisher ? asPublishers(publisher) : (this.publishers ?? this.resolvePublishers());
+    if (!p.size) throw new Error(NO_PUBLISHER);
+    this.publishers = p;
+    for (const [name, x] of p) {
+      this.publisherStatus(name);
+      if (x instanceof InProcessPublisher) x.rearm();
+    }
     this.state = 'running';
     this.unsubscribe = this.signal.subscribe(() => this.wake());
     this.stopGauge = this.metrics.observeRelay(() => (this.outage ? 1 : 0));
@@ -180,6 +215,9 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
    */
   async stop(timeoutMs: number = this.options.outbox.shutdownTimeoutMs): Promise<void> {
     if (this.state === 'running') this.state = 'stopping';
+    // In-process handlers see their AbortSignal aborted; what they give up is retried later.
+    for (const x of this.publishers?.values() ?? [])
+      if (x instanceof InProcessPublisher) x.abortInFlight();
     this.interruptSleep?.();
     const loop = this.loop;
     if (!loop) return;
@@ -207,6 +245,12 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       relayId: this.relayId,
       ...this.counters,
       outage: this.outage ? { ...this.outage } : null,
+      publishers: Object.fromEntries(
+        [...this.perPublisher].map(([name, { retryAt: _r, recoveredLogged: _l, ...x }]) => [
+          name,
+          { ...x, outage: x.outage ? { ...x.outage } : null },
+        ]),
+      ),
     };
   }
 
@@ -215,9 +259,11 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
    * called directly (e.g. to drain the outbox in a script) with the relay stopped.
    */
   async runOnce(
-    publisher: OutboxPublisher | undefined = this.publisher ?? this.resolvePublisher(),
+    publisher: OutboxPublisher | OutboxPublishers | undefined = this.publishers ??
+      this.resolvePublishers(),
   ): Promise<OutboxBatchResult> {
-    if (!publisher) throw new Error(NO_PUBLISHER);
+    const publishers = publisher ? asPublishers(publisher) : new Map<string, OutboxPublisher>();
+    if (!publishers.size) throw new Error(NO_PUBLISHER);
     const o = this.options.outbox;
     const owner = `${this.relayId}#${++this.batchNo}`;
     const result: OutboxBatchResult = {
@@ -228,14 +274,26 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       released: 0,
       unavailable: 0,
     };
+    // Publishers whose broker is unreachable wait for their own retry time; the others go on.
+    // (In the relay's loop; a direct call, e.g. a drain script, tries every publisher.)
+    const now = Date.now();
+    const routes = [...publishers.keys()].filter(
+      (name) => !this.inLoop || (this.perPublisher.get(name)?.retryAt ?? 0) <= now,
+    );
+    if (!routes.length) return result;
     const rows = await this.store.claim({
       owner,
       limit: o.batchSize,
       leaseMs: o.leaseMs,
       ordered: o.ordered,
+      routes,
     });
     result.claimed = rows.length;
-    if (!rows.length) return result;
+    if (!rows.length) {
+      // Every due message of these publishers was looked at: none is waiting on its broker.
+      this.trackPublisherOutages(new Set(routes), {});
+      return result;
+    }
     if (this.state === 'stopping') {
       const seqs = rows.map((r) => r.seq);
       result.released = await settleWithRetries(
@@ -245,11 +303,14 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       return result;
     }
     this.counters.batches++;
-    const { outcomes, messages, traces } = await this.publishAll(publisher, rows);
+    const routeOf = rows.map((r) => r.route ?? DEFAULT_ROUTE);
+    const publisherOf = routeOf.map((name) => publishers.get(name)!);
+    const { outcomes, messages, traces } = await this.publishAll(publishers, rows, routeOf);
     // A failure because the broker could not be reached is no attempt of the message.
     // A NonRetryableError is a verdict on the message, never an unreachable broker.
     const unreachable = outcomes.map(
-      (e, i) => !!e && !!messages[i] && !isNonRetryable(e) && isPublisherUnavailable(publisher, e),
+      (e, i) =>
+        !!e && !!messages[i] && !isNonRetryable(e) && isPublisherUnavailable(publisherOf[i]!, e),
     );
     // The failure control (outbox-failure.policy.ts): dead at once, dead at the type's max
     // attempts, or pending again after the backoff.
@@ -297,10 +358,15 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       result.published = sent.length;
       this.counters.published += sent.length;
       const published = messages.filter((m, i): m is OutboxMessage => !!m && !outcomes[i]);
-      this.metrics.outboxPublished.add(sent.length);
-      const now = Date.now();
-      for (const m of published)
-        this.metrics.outboxPublishLag.record(Math.max(0, now - m.createdAt.getTime()));
+      const at = Date.now();
+      rows.forEach((_, i) => {
+        const m = messages[i];
+        if (outcomes[i] || !m) return;
+        const attrs = { publisher: routeOf[i]! };
+        this.publisherStatus(routeOf[i]!).published++;
+        this.metrics.outboxPublished.add(1, attrs);
+        this.metrics.outboxPublishLag.record(Math.max(0, at - m.createdAt.getTime()), attrs);
+      });
       this.onPublished(published);
       if (this.events.observed('relay'))
         for (const row of sent)
@@ -314,24 +380,35 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     }
     const heldBack = rows.filter((_, i) => unreachable[i]);
     if (heldBack.length) {
-      const first = outcomes[unreachable.indexOf(true)]!;
-      const text = errorText(first);
-      result.unavailable = await settleWithRetries(
-        () =>
-          this.store.release(
-            heldBack.map((r) => r.seq),
-            owner,
-            UNAVAILABLE_NOTE(text).slice(0, OUTBOX_LIMITS.errorLength),
-          ),
-        this.settleRetried(owner, 'release-unavailable'),
-      );
+      const by: Record<string, string> = {};
+      rows.forEach((_, i) => {
+        if (unreachable[i] && by[routeOf[i]!] === undefined)
+          by[routeOf[i]!] = errorText(outcomes[i]);
+      });
+      const text = Object.values(by)[0]!;
+      result.unavailable = 0;
+      for (const [name, error] of Object.entries(by)) {
+        const seqs = rows.filter((_, i) => unreachable[i] && routeOf[i] === name).map((r) => r.seq);
+        result.unavailable += await settleWithRetries(
+          () =>
+            this.store.release(
+              seqs,
+              owner,
+              UNAVAILABLE_NOTE(error).slice(0, OUTBOX_LIMITS.errorLength),
+            ),
+          this.settleRetried(owner, 'release-unavailable'),
+        );
+        this.publisherStatus(name).unavailable += seqs.length;
+        this.metrics.outboxUnavailable.add(seqs.length, { publisher: name });
+      }
       result.unavailableError = text;
+      result.unavailableBy = by;
       this.counters.unavailable += heldBack.length;
-      this.metrics.outboxUnavailable.add(heldBack.length);
       this.log('debug', 'unavailable', {
         owner,
         messages: heldBack.length,
         released: result.unavailable,
+        publishers: Object.keys(by),
         error: text,
       });
     }
@@ -356,16 +433,21 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
             this.store.markFailed({ seq: row.seq, owner, error: text, retryInMs, dead, failures }),
           this.settleRetried(owner, 'mark-failed'),
         );
+        const attrs = { publisher: routeOf[i]! };
+        const mine = this.publisherStatus(routeOf[i]!);
         result.failed++;
         this.counters.failed++;
-        this.metrics.outboxFailed.add(1);
+        mine.failed++;
+        this.metrics.outboxFailed.add(1, attrs);
         if (dead) {
           result.dead++;
           this.counters.dead++;
-          this.metrics.outboxDead.add(1);
+          mine.dead++;
+          this.metrics.outboxDead.add(1, attrs);
           this.log('error', 'dead', {
             messageId: row.id,
             type: row.type,
+            publisher: routeOf[i],
             attempts: attempt,
             reason: decision.deadBecause,
             error: text,
@@ -383,6 +465,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
           this.log('warn', 'failed', {
             messageId: row.id,
             type: row.type,
+            publisher: routeOf[i],
             attempts: attempt,
             retryInMs,
             error: text,
@@ -401,6 +484,8 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
         this.onFailed(row, error, dead);
       }),
     );
+    const probed = new Set(rows.length < o.batchSize ? [...routes, ...routeOf] : routeOf);
+    this.trackPublisherOutages(probed, result.unavailableBy ?? {});
     this.log('debug', 'batch', { owner, ...result });
     return result;
   }
@@ -411,7 +496,22 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
   /** Called after a failed attempt was recorded (override for metrics). */
   protected onFailed(_row: OutboxRow, _error: Error, _dead: boolean): void {}
 
-  /** The publisher: the `outbox.publisher` option, else an `OutboxPublisher` provider anywhere in the app. */
+  /**
+   * The relay's publishers by name: `outbox.publishers`, plus the one named `default` (the
+   * `outbox.publisher` option, else an `OutboxPublisher` provider anywhere in the app).
+   */
+  protected resolvePublishers(): Map<string, OutboxPublisher> {
+    const map = new Map<string, OutboxPublisher>(
+      Object.entries(this.options.outbox.publishers ?? {}),
+    );
+    if (!map.has(DEFAULT_ROUTE)) {
+      const fallback = this.resolvePublisher();
+      if (fallback) map.set(DEFAULT_ROUTE, fallback);
+    }
+    return map;
+  }
+
+  /** The publisher named `default`: the `outbox.publisher` option, else an `OutboxPublisher` provider anywhere in the app. */
   protected resolvePublisher(): OutboxPublisher | undefined {
     if (this.options.outbox.publisher) return this.options.outbox.publisher;
     try {
@@ -439,10 +539,15 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     };
   }
 
-  /** Publishes every row of the batch; one outcome per row (undefined = confirmed) and the messages (by row). */
+  /**
+   * Publishes every row of the batch through the publisher of its route (each publisher's rows
+   * at once, the publishers side by side); one outcome per row (undefined = confirmed) and the
+   * messages (by row).
+   */
   private async publishAll(
-    publisher: OutboxPublisher,
+    publishers: OutboxPublishers,
     rows: OutboxRow[],
+    routeOf: string[],
   ): Promise<{
     outcomes: Array<Error | undefined>;
     messages: Array<OutboxMessage | undefined>;
@@ -452,23 +557,82 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     const outcomes: Array<Error | undefined> = new Array(rows.length).fill(undefined);
     const byRow: Array<OutboxMessage | undefined> = new Array(rows.length).fill(undefined);
     const traces: Array<PublishTrace<OutboxMessage> | undefined> = new Array(rows.length);
-    const messages: OutboxMessage[] = [];
-    const index: number[] = [];
+    const groups = new Map<string, { messages: OutboxMessage[]; index: number[] }>();
     rows.forEach((row, i) => {
+      const publisher = publishers.get(routeOf[i]!)!;
       try {
         // A `send` span per message, parented by the context stored with it; its own context
         // travels in the message's headers to the consumer (see observability/outbox.tracing.ts).
         traces[i] = tracePublish(this.toMessage(row), publisher.messagingSystem, row.seq);
         byRow[i] = traces[i]!.message;
-        messages.push(byRow[i]!);
-        index.push(i);
+        const g = groups.get(routeOf[i]!) ?? { messages: [], index: [] };
+        g.messages.push(byRow[i]!);
+        g.index.push(i);
+        groups.set(routeOf[i]!, g);
       } catch (e) {
         outcomes[i] = new Error(UNREADABLE_PAYLOAD((e as Error).message));
       }
     });
-    const results = await publishWithin(publisher, messages, timeoutMs);
-    results.forEach((outcome, k) => (outcomes[index[k]] = outcome));
+    await Promise.all(
+      [...groups].map(async ([name, g]) => {
+        const results = await publishWithin(publishers.get(name)!, g.messages, timeoutMs);
+        results.forEach((outcome, k) => (outcomes[g.index[k]!] = outcome));
+      }),
+    );
     return { outcomes, messages: byRow, traces };
+  }
+
+  /** A publisher's status entry (created on first use). */
+  private publisherStatus(name: string) {
+    let x = this.perPublisher.get(name);
+    if (!x) {
+      x = { published: 0, failed: 0, dead: 0, unavailable: 0, outage: null, retryAt: 0 };
+      this.perPublisher.set(name, x);
+    }
+    return x;
+  }
+
+  /**
+   * After a pass: a publisher whose broker was unreachable backs off on its own (growing,
+   * jittered, capped delay: its messages are not claimed before `retryAt`); one that published
+   * (or failed a message) in this pass has recovered.
+   */
+  private trackPublisherOutages(seen: Set<string>, unavailableBy: Record<string, string>): void {
+    const o = this.options.outbox;
+    const base = o.backoffBaseMs > 0 ? o.backoffBaseMs : o.pollIntervalMs;
+    const cap = Math.max(base, Math.min(o.backoffMaxMs, OUTAGE_BACKOFF_CAP_MS));
+    for (const name of seen) {
+      const x = this.publisherStatus(name);
+      const error = unavailableBy[name];
+      if (error !== undefined) {
+        const passes = (x.outage?.passes ?? 0) + 1;
+        const retryInMs = outboxBackoffMs(passes, base, cap);
+        if (!x.outage)
+          this.log('warn', 'publisher.backing-off', { publisher: name, retryInMs, error });
+        x.outage = {
+          reason: 'broker',
+          since: x.outage?.since ?? new Date(),
+          passes,
+          lastError: error,
+          retryInMs,
+        };
+        x.retryAt = Date.now() + retryInMs;
+      } else if (x.outage) {
+        this.log('log', 'publisher.recovered', {
+          publisher: name,
+          downMs: Date.now() - x.outage.since.getTime(),
+          passes: x.outage.passes,
+        });
+        x.outage = null;
+        x.retryAt = 0;
+      }
+    }
+  }
+
+  /** Whether every publisher of the relay is backing off (the relay then backs off as a whole). */
+  private allPublishersDown(): boolean {
+    const names = [...(this.publishers?.keys() ?? [])];
+    return names.length > 0 && names.every((n) => !!this.perPublisher.get(n)?.outage);
   }
 
   /** Logs a statement of the batch's outcome that is run again (outbox-settle.ts). */
@@ -497,9 +661,10 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       let full = false;
       let held: Pick<OutboxRelayOutage, 'reason' | 'lastError'> | undefined;
       try {
-        const r = await this.runOnce(this.publisher);
+        this.inLoop = true;
+        const r = await this.runOnce(this.publishers).finally(() => (this.inLoop = false));
         full = r.claimed >= o.batchSize;
-        if (r.unavailable > 0 || r.unavailableError !== undefined) {
+        if ((r.unavailable > 0 || r.unavailableError !== undefined) && this.allPublishersDown()) {
           held = { reason: 'broker', lastError: r.unavailableError ?? 'unavailable' };
         }
       } catch (e) {
@@ -513,11 +678,13 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       if (this.state !== 'running') break;
       if (held) {
         await this.backOff(held);
+        // After a relay-wide backoff, every publisher is tried again at once.
+        for (const x of this.perPublisher.values()) x.retryAt = 0;
         continue;
       }
       this.recovered();
       if (full || this.woken) continue;
-      await this.sleep(o.pollIntervalMs);
+      await this.sleep(this.untilNextPass(o.pollIntervalMs));
     }
     this.log('log', 'relay.stopped', { relayId: this.relayId });
   }
@@ -565,6 +732,15 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     });
   }
 
+  /** The poll interval, or less when a publisher that backs off is due again before it. */
+  private untilNextPass(pollMs: number): number {
+    let ms = pollMs;
+    const now = Date.now();
+    for (const x of this.perPublisher.values())
+      if (x.outage && x.retryAt > now) ms = Math.min(ms, x.retryAt - now);
+    return Math.max(1, ms);
+  }
+
   private sleep(ms: number): Promise<void> {
     if ((this.woken && !this.backingOff) || this.state !== 'running') return Promise.resolve();
     return new Promise((resolve) => {
@@ -581,6 +757,11 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
 
 /** Longest relay-wide backoff between passes while the broker or database is unreachable. */
 const OUTAGE_BACKOFF_CAP_MS = 10_000;
+
+/** One publisher as the map of publishers it is (named `default`). */
+function asPublishers(p: OutboxPublisher | OutboxPublishers): OutboxPublishers {
+  return p instanceof Map ? p : new Map([[DEFAULT_ROUTE, p as OutboxPublisher]]);
+}
 
 /** An error's text (publishers and drivers sometimes reject with a string). */
 function errorText(e: unknown): string {

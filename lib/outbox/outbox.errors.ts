@@ -89,3 +89,29 @@ export class OutboxDeadFilterRequiredError extends ExactlyOnceError {
     super(detail);
   }
 }
+
+/**
+ * `outbox.route` sent an event to a publisher that is not configured (or threw): the `add()`
+ * call wrote nothing.
+ */
+export class OutboxRouteError extends InvalidOutboxEventError {
+  constructor(
+    message: string,
+    /** What the route function returned (undefined when it threw). */
+    readonly route: unknown,
+  ) {
+    super(message);
+    this.name = 'OutboxRouteError';
+  }
+}
+
+/** A message reached the in-process publisher but no `@OnOutboxMessage()` handler has its type. */
+export class NoOutboxHandlerError extends Error {
+  constructor(
+    message: string,
+    readonly messageType: string,
+  ) {
+    super(message);
+    this.name = 'NoOutboxHandlerError';
+  }
+}

@@ -37,3 +37,34 @@ export const RMQ_CLIENT_CHANNEL_ERROR = (error: unknown) =>
 
 export const DEAD_FILTER_REQUIRED =
   'A filtered requeue or purge of dead letters needs at least one criterion (type, partitionKey, failedAfter, failedBefore, errorContains), or all: true for every dead message.';
+export const ROUTE_NAME_INVALID = (name: string) =>
+  `outbox.publishers: the name "${name}" is not a valid publisher name (letters, digits, ".", "_", "-"; 1..64 characters)`;
+export const PUBLISHER_INVALID = (where: string) =>
+  `${where} is not an OutboxPublisher (an object with a publish(message) method; e.g. new ClientProxyPublisher(client), inProcessPublisher())`;
+export const DEFAULT_PUBLISHER_TWICE =
+  'outbox.publisher is the publisher named "default": remove it, or the "default" entry of outbox.publishers';
+export const ROUTE_FUNCTION_NOT_A_FUNCTION =
+  'outbox.route must be a function (event) => publisher name';
+export const ROUTE_WITHOUT_PUBLISHERS =
+  'outbox.route is set but no publisher is named: set outbox.publishers ({ name: publisher, … }) in every process that adds messages';
+export const ROUTE_FUNCTION_MISSING = (names: string[]) =>
+  `outbox.publishers names several publishers (${names.join(', ')}): set outbox.route, (event) => one of these names`;
+export const UNKNOWN_ROUTE = (index: number, route: unknown, names: string[]) =>
+  `OutboxService.add(): event #${index} is routed to ${JSON.stringify(route)}, which is not a configured publisher (${names.join(', ') || 'none'}); nothing was written`;
+export const ROUTE_THREW = (index: number, reason: string) =>
+  `OutboxService.add(): outbox.route threw for event #${index}: ${reason}; nothing was written`;
+export const ROUTE_NOT_CONFIGURED = (routes: string[]) =>
+  `pending messages are routed to publishers this process does not have (${routes.join(', ')}): they wait (not published, not lost) until a relay with these publishers runs, or they are requeued`;
+export const NO_OUTBOX_HANDLER = (type: string) =>
+  `no @OnOutboxMessage('${type}') handler in this application: the message is retried (a deploy may add the handler) and becomes dead after outbox.maxAttempts, never dropped`;
+export const HANDLERS_WITHOUT_IN_PROCESS_PUBLISHER = (handlers: string[]) =>
+  `@OnOutboxMessage() is used (${handlers.join(', ')}) but no in-process publisher is configured, so these handlers would never run. ` +
+  'Add one: outbox: { publisher: inProcessPublisher() }, or outbox: { publishers: { local: inProcessPublisher(), … }, route }.';
+export const IN_PROCESS_NOT_BOUND =
+  'inProcessPublisher(): this publisher is not bound to an application; give it to IdempotencyModule (outbox.publisher or outbox.publishers)';
+export const IN_PROCESS_ABORTED =
+  'the application is shutting down: the in-process handler was aborted and the message is given back (no attempt counted)';
+export const HANDLER_NAME_TWICE = (name: string) =>
+  `@OnOutboxMessage(): two handlers are named "${name}" (the inbox de-duplicates by handler name): give one a name ({ name: '…' })`;
+export const HANDLER_REQUEST_SCOPED = (where: string) =>
+  `@OnOutboxMessage() on ${where}: the provider is request-scoped (or transient); in-process handlers need a singleton provider`;

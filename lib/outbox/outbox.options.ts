@@ -5,6 +5,7 @@ import {
   validateOutboxFailureOptions,
 } from './outbox-failure.options';
 import type { OutboxPublisher } from './outbox-publisher.interface';
+import { type OutboxRoutingOptions, validateOutboxRouting } from './outbox-routing.options';
 
 /*
  * The outbox relay's options (`outbox: {…}` of the module): types, defaults and checks. Merged with the other features' options in
@@ -15,7 +16,7 @@ import type { OutboxPublisher } from './outbox-publisher.interface';
  * The transactional outbox and its relay (`outbox: {…}` of the module). Failure control
  * (`retryIf`, `backoff`, `maxAttemptsByType`): outbox-failure.options.ts.
  */
-export interface OutboxOptions extends OutboxFailureOptions {
+export interface OutboxOptions extends OutboxFailureOptions, OutboxRoutingOptions {
   /** Run the relay in this process. Default true. */
   relayEnabled?: boolean;
   /** Poll interval in ms. Default 1000. */
@@ -66,9 +67,9 @@ export interface OutboxOptions extends OutboxFailureOptions {
 
 /** The outbox options with every default applied. */
 export type ResolvedOutboxOptions = Required<
-  Omit<OutboxOptions, 'publisher' | OutboxFailureOptionKey>
+  Omit<OutboxOptions, 'publisher' | OutboxFailureOptionKey | keyof OutboxRoutingOptions>
 > &
-  Pick<OutboxOptions, 'publisher' | OutboxFailureOptionKey>;
+  Pick<OutboxOptions, 'publisher' | OutboxFailureOptionKey | keyof OutboxRoutingOptions>;
 
 /** The outbox defaults. @internal */
 export const OUTBOX_DEFAULTS: ResolvedOutboxOptions = {
@@ -120,4 +121,5 @@ export function validateOutboxOptions(o: ResolvedOutboxOptions, fail: (msg: stri
   if (!(o.backoffMaxMs >= o.backoffBaseMs))
     fail('outbox.backoffMaxMs must be >= outbox.backoffBaseMs');
   validateOutboxFailureOptions(o, fail);
+  validateOutboxRouting(o, fail);
 }

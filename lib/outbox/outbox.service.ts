@@ -8,8 +8,13 @@ import { DatabaseService } from '../persistence/database.service';
 import type { OutboxInsert } from '../persistence/dialects';
 import { afterCommit } from '../persistence/after-commit.hook';
 import { OUTBOX_HEADERS, OUTBOX_LIMITS } from './outbox.constants';
-import { InvalidOutboxEventError, OutboxTransactionRequiredError } from './outbox.errors';
-import { DUPLICATE_ID, INVALID_EVENT } from './outbox.messages';
+import {
+  InvalidOutboxEventError,
+  OutboxRouteError,
+  OutboxTransactionRequiredError,
+} from './outbox.errors';
+import { DUPLICATE_ID, INVALID_EVENT, ROUTE_THREW, UNKNOWN_ROUTE } from './outbox.messages';
+import { outboxRouting, type OutboxRouting } from './outbox-routing.options';
 import type { OutboxEvent } from './outbox-message.interface';
 import { keyLockSlots } from './outbox-ordering';
 import { OutboxWakeSignal } from './outbox-wake.signal';
@@ -29,6 +34,9 @@ const RESERVED_HEADERS = new Set<string>(Object.values(OUTBOX_HEADERS));
  */
 @Injectable()
 export class OutboxService {
+  /** The configured publishers' names and the route function. */
+  private readonly routing: OutboxRouting = outboxRouting(this.options.outbox);
+
   constructor(
     private readonly db: DatabaseService,
     @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
@@ -114,6 +122,24 @@ export class OutboxService {
       if (this.options.outbox.requireTransaction) throw new OutboxTransactionRequiredError();
       return this.db.dataSource.manager;
     }
+  }
+
+  /**
+   * The publisher an event goes to: `outbox.route(event)` when set (it must name a configured
+   * publisher), else the only publisher. Stored with the message, never resolved again.
+   */
+  private routeOf(event: OutboxEvent, index: number): string {
+    const { route, names, fixed } = this.routing;
+    if (!route) return fixed;
+    let name: unknown;
+    try {
+      name = route(event);
+    } catch (e) {
+      throw new OutboxRouteError(ROUTE_THREW(index, (e as Error)?.message ?? String(e)), undefined);
+    }
+    if (typeof name !== 'string' || !names.has(name))
+      throw new OutboxRouteError(UNKNOWN_ROUTE(index, name, [...names]), name);
+    return name;
   }
 
   /** Validates and serializes the events (all of them before anything is written). */
@@ -202,6 +228,7 @@ export class OutboxService {
         headers: headersJson,
         partitionKey: partitionKey ?? null,
         delayMs: Math.floor(delayMs),
+        route: this.routeOf(event, index),
       };
     });
   }

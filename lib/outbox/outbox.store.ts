@@ -100,6 +100,10 @@ export class OutboxStore {
     return this.sql.purgeDeadSeqs(this.db.autocommit(), seqs);
   }
 
+  pendingByRoute(): Promise<Record<string, number>> {
+    return this.sql.pendingByRoute(this.db.autocommit());
+  }
+
   private get sql(): OutboxSql {
     return this.db.dialect.outbox;
   }

@@ -86,6 +86,16 @@ async function checkNames(
   return rows.map((r) => r.name).sort();
 }
 
+/** Whether the outbox has the `route` column of AddOutboxRoute. */
+async function hasRouteColumn(ds: DataSource, table: string): Promise<boolean> {
+  try {
+    await ds.query(`SELECT route FROM ${table} WHERE 1 = 0`);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 async function exists(ds: DataSource, table: string): Promise<boolean> {
   try {
     await ds.query(`SELECT COUNT(*) AS n FROM ${table}`);
@@ -152,7 +162,15 @@ describe.each(databaseKinds())('library migrations on %s', (kind) => {
           : [`ck_${idem}_state`, `ck_${inbox}_status`, `ck_${outbox}_status`].sort();
       expect(await checkNames(ds, kind, naming)).toEqual(expectedChecks);
 
+      // AddOutboxRoute undone: the route column goes.
+      expect(await hasRouteColumn(ds, tables[1]!)).toBe(true);
+      await ds.undoLastMigration({ transaction: 'each' });
+      expect(await hasRouteColumn(ds, tables[1]!)).toBe(false);
+
       // AddOutboxFailureHistory undone: its two columns go.
+      await ds.undoLastMigration({ transaction: 'each' });
+      for (const t of tables) expect(await exists(ds, t)).toBe(true);
+      // CreateOutboxKeyLocks undone: the key-lock table goes, the three tables stay.
       await ds.undoLastMigration({ transaction: 'each' });
       for (const t of tables) expect(await exists(ds, t)).toBe(true);
       // LowerCaseCheckNames undone: the names stay (the create migrations give them).
@@ -163,7 +181,7 @@ describe.each(databaseKinds())('library migrations on %s', (kind) => {
       await ds.undoLastMigration({ transaction: 'each' });
       for (const t of tables) expect(await exists(ds, t)).toBe(true);
       expect(await deadIndexExists(ds, kind, naming)).toBe(kind === 'mariadb');
-      for (let i = 3; i < migrations.length; i++)
+      for (let i = 5; i < migrations.length; i++)
         await ds.undoLastMigration({ transaction: 'each' });
       for (const t of tables) expect(await exists(ds, t)).toBe(false);
       expect(await ds.showMigrations()).toBe(true);
@@ -172,6 +190,7 @@ describe.each(databaseKinds())('library migrations on %s', (kind) => {
       expect(again).toHaveLength(migrations.length);
       for (const t of tables) expect(await exists(ds, t)).toBe(true);
       expect(await deadIndexExists(ds, kind, naming)).toBe(true);
+      expect(await hasRouteColumn(ds, tables[1]!)).toBe(true);
       expect(await ds.showMigrations()).toBe(false);
     } finally {
       await ds.destroy();

@@ -45,7 +45,7 @@ export function mapInboxRow(r: any): InboxRow {
 
 /** Columns every dialect selects for an OutboxRow, in this order. */
 export const OUTBOX_COLUMNS =
-  'seq, id, type, payload, headers, partition_key, status, attempts, next_attempt_at, last_error, lease_owner, locked_until, created_at, sent_at, failures, failed_at';
+  'seq, id, type, payload, headers, partition_key, status, attempts, next_attempt_at, last_error, lease_owner, locked_until, created_at, sent_at, failures, failed_at, route';
 
 export function mapOutboxRow(r: any): OutboxRow {
   return {
@@ -71,6 +71,7 @@ export function mapOutboxRow(r: any): OutboxRow {
     sentAt: dbTime(r.sent_at),
     failures: r.failures === null || r.failures === undefined ? null : String(r.failures),
     failedAt: dbTime(r.failed_at),
+    route: r.route === null || r.route === undefined ? null : String(r.route),
   };
 }
 
@@ -108,4 +109,16 @@ export function mapIdempotencyRow(r: any): IdempotencyRow {
         ? undefined
         : Math.max(0, num(r.expires_in_ms)),
   };
+}
+
+/** Pending rows per route from `SELECT route, COUNT(*) AS n … GROUP BY route` (NULL is `default`). */
+export function pendingPerRoute(
+  rows: Array<{ route?: unknown; n?: unknown }>,
+): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const r of rows) {
+    const name = r.route === null || r.route === undefined ? 'default' : String(r.route);
+    out[name] = (out[name] ?? 0) + Number(r.n ?? 0);
+  }
+  return out;
 }

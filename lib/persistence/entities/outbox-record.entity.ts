@@ -81,6 +81,7 @@ export function outboxRecordEntity(
       sentAt: { ...t.time(true), name: 'sent_at' },
       failures: t.text({ mysql: 'mediumtext' }),
       failedAt: { ...t.time(true), name: 'failed_at' },
+      route: t.ascii(64, true),
     },
     // SQL Server: a UNIQUE index (not a constraint), as the migration creates it.
     uniques:

@@ -33,5 +33,6 @@ export function getIdempotencyMigrations(
     defineMigration('AddOutboxFailureHistory1763800000200', naming, (ddl, f) =>
       ddl.outboxFailureHistory(f),
     ),
+    defineMigration('AddOutboxRoute1763800000300', naming, (ddl, f) => ddl.outboxRoute(f)),
   ];
 }

@@ -35,6 +35,8 @@ export interface OutboxRow {
   failures: string | null;
   /** When the last failed attempt was recorded (database clock), or null. A requeue keeps it. */
   failedAt: Date | null;
+  /** The publisher the message goes to, fixed when it was added (NULL: the one named `default`). */
+  route: string | null;
 }
 
 /** One message to insert (already validated and serialized). */
@@ -46,6 +48,8 @@ export interface OutboxInsert {
   partitionKey: string | null;
   /** Not published before this many ms from now (database clock); 0: due at once. */
   delayMs: number;
+  /** The publisher's name (validated: letters, digits, `.`, `_`, `-`; at most 64). */
+  route: string;
 }
 
 export interface OutboxClaimParams {
@@ -60,6 +64,11 @@ export interface OutboxClaimParams {
    * is still pending (due or not, leased or not). Rows without a partition key are unordered.
    */
   ordered: boolean;
+  /**
+   * Claim only rows routed to one of these publishers (NULL counts as `default`). Undefined: any
+   * route. Names are validated at boot (letters, digits, `.`, `_`, `-`) and written as literals.
+   */
+  routes?: readonly string[];
 }
 
 export interface OutboxFailureParams {
@@ -177,6 +186,8 @@ export interface OutboxSql {
   requeueDeadSeqs(exec: SqlExecutor, seqs: readonly string[]): Promise<number>;
   /** Deletes the rows of `seqs` that are still dead; returns how many. */
   purgeDeadSeqs(exec: SqlExecutor, seqs: readonly string[]): Promise<number>;
+  /** Number of pending rows per route (NULL reported as `default`). */
+  pendingByRoute(exec: SqlExecutor): Promise<Record<string, number>>;
 }
 
 /** Columns every dialect selects for an OutboxRow, in this order. */

@@ -39,6 +39,13 @@ export interface SchemaDdl {
    * database clock), which the dead-letter filters of the admin read.
    */
   outboxFailureHistory(features: ServerFeatures): SchemaSql;
+  /**
+   * The outbox's `route` column: the name of the publisher a message goes to, resolved by
+   * `outbox.route` when the message is added and never changed afterwards (a retry goes where
+   * the first attempt went). NULL (rows written before this migration, or by a version without
+   * routes) means the publisher named `default`.
+   */
+  outboxRoute(features: ServerFeatures): SchemaSql;
 }
 
 /**

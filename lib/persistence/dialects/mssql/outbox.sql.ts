@@ -5,9 +5,17 @@ import {
   type DeadFilterSpelling,
   delayOf,
   orderedClause,
+  routeClause,
 } from '../portable/outbox.sql';
 import { Binder, chunks, marks as placeholders, sumPerChunk } from '../portable/sql-style';
-import { bySeq, mapOutboxRow, num, OUTBOX_COLUMNS, statusCounts } from '../row-mappers';
+import {
+  bySeq,
+  mapOutboxRow,
+  num,
+  OUTBOX_COLUMNS,
+  pendingPerRoute,
+  statusCounts,
+} from '../row-mappers';
 import { dateAddMs, MSSQL_STYLE, rowcount } from './mssql.helpers';
 
 /**
@@ -44,7 +52,7 @@ export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
       headers NVARCHAR(MAX) NULL, partition_key NVARCHAR(255) NULL, status VARCHAR(16) NOT NULL, attempts INT NOT NULL,
       next_attempt_at DATETIME2(3) NULL, last_error NVARCHAR(2000) NULL, lease_owner VARCHAR(128) NULL,
       locked_until DATETIME2(3) NULL, created_at DATETIME2(3) NOT NULL, sent_at DATETIME2(3) NULL,
-      failures NVARCHAR(MAX) NULL, failed_at DATETIME2(3) NULL)`;
+      failures NVARCHAR(MAX) NULL, failed_at DATETIME2(3) NULL, route VARCHAR(64) NULL)`;
   const inserted = OUTBOX_COLUMNS.split(', ')
     .map((c) => `inserted.${c}`)
     .join(', ');
@@ -55,12 +63,12 @@ export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
         const params: unknown[] = [];
         const values = part.map((r) => {
           const i = params.length;
-          params.push(r.id, r.type, r.payload, r.headers, r.partitionKey, delayOf(r));
-          return `(@${i}, @${i + 1}, @${i + 2}, @${i + 3}, @${i + 4}, 'pending', 0, ${plus(`@${i + 5}`, '@now')}, @now)`;
+          params.push(r.id, r.type, r.payload, r.headers, r.partitionKey, r.route, delayOf(r));
+          return `(@${i}, @${i + 1}, @${i + 2}, @${i + 3}, @${i + 4}, @${i + 5}, 'pending', 0, ${plus(`@${i + 6}`, '@now')}, @now)`;
         });
         await exec(
           `DECLARE @now DATETIME2(3) = SYSUTCDATETIME();
-           INSERT INTO ${T} (id, type, payload, headers, partition_key, status, attempts, next_attempt_at, created_at)
+           INSERT INTO ${T} (id, type, payload, headers, partition_key, route, status, attempts, next_attempt_at, created_at)
            VALUES ${values.join(', ')};`,
           params,
         );
@@ -92,6 +100,7 @@ export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
                          WHERE c.status = 'pending' AND c.next_attempt_at <= @now
                            AND (c.locked_until IS NULL OR c.locked_until <= @now)
                            ${ordered}
+                           ${routeClause(p.routes)}
                          ORDER BY c.seq)
             AND status = 'pending' AND (locked_until IS NULL OR locked_until <= @now);
          SELECT ${OUTBOX_COLUMNS} FROM @claimed;`,
@@ -188,6 +197,12 @@ export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
         );
         return rowcount(rows);
       });
+    },
+    async pendingByRoute(exec) {
+      const { rows } = await exec(
+        `SELECT route, COUNT(*) AS n FROM ${T} WHERE status = 'pending' GROUP BY route`,
+      );
+      return pendingPerRoute(rows);
     },
     async countByStatus(exec) {
       const { rows } = await exec(`SELECT status, COUNT_BIG(*) AS n FROM ${T} GROUP BY status`);

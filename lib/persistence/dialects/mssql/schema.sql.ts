@@ -85,6 +85,14 @@ export function mssqlSchema(
         down: [`ALTER TABLE ${T} DROP COLUMN failed_at`, `ALTER TABLE ${T} DROP COLUMN failures`],
       };
     },
+    outboxRoute() {
+      // A nullable column without a default: a metadata-only change on SQL Server.
+      const { qualified: T } = table('outbox');
+      return {
+        up: [`ALTER TABLE ${T} ADD route VARCHAR(64) NULL`],
+        down: [`ALTER TABLE ${T} DROP COLUMN route`],
+      };
+    },
     checkNames() {
       // Each CHECK constraint a create migration of an earlier version named `CK_…` gets its
       // lower-case name, through sp_rename (@objtype OBJECT, @objname schema.constraint; a

@@ -1,6 +1,6 @@
 import type { OutboxSql } from '../contracts/outbox.contract';
 import type { QuotedTables } from '../dialect';
-import { orderedClause, portableOutboxSql, utcText } from '../portable/outbox.sql';
+import { orderedClause, portableOutboxSql, routeClause, utcText } from '../portable/outbox.sql';
 import { marks } from '../portable/sql-style';
 import { bySeq, mapOutboxRow, OUTBOX_COLUMNS } from '../row-mappers';
 import { MYSQL_NOW, MYSQL_STYLE, mysqlShiftMs } from './mysql.helpers';
@@ -55,6 +55,7 @@ export function mysqlOutboxSql(t: QuotedTables): OutboxSql {
             WHERE c.status = 'pending' AND c.next_attempt_at <= ${now}
               AND (c.locked_until IS NULL OR c.locked_until <= ${now})
               ${ordered}
+              ${routeClause(p.routes)}
             ORDER BY c.seq
             LIMIT ${Math.max(1, Math.floor(p.limit))}
             FOR UPDATE SKIP LOCKED`,

@@ -69,6 +69,14 @@ export function mysqlSchema(
         down: [`ALTER TABLE ${T} DROP COLUMN failures, DROP COLUMN failed_at`],
       };
     },
+    outboxRoute() {
+      // An instant ADD COLUMN on MySQL 8 / MariaDB 10.3+ (a trailing nullable column).
+      const { qualified: T } = table('outbox');
+      return {
+        up: [`ALTER TABLE ${T} ADD COLUMN route VARCHAR(64) NULL`],
+        down: [`ALTER TABLE ${T} DROP COLUMN route`],
+      };
+    },
     inbox() {
       const { qualified: T, bare: n } = table('inbox');
       return {

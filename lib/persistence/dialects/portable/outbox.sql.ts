@@ -1,5 +1,12 @@
 import type { OutboxDeadFilter, OutboxInsert, OutboxSql } from '../contracts/outbox.contract';
-import { bySeq, mapOutboxRow, num, OUTBOX_COLUMNS, statusCounts } from '../row-mappers';
+import {
+  bySeq,
+  mapOutboxRow,
+  num,
+  OUTBOX_COLUMNS,
+  pendingPerRoute,
+  statusCounts,
+} from '../row-mappers';
 import { Binder, chunks, marks, type SqlStyle, sumPerChunk } from './sql-style';
 
 /** How a database spells the parts of a dead-letter filter that differ (times, substrings). */
@@ -44,6 +51,19 @@ export const orderedClause = (T: string, ordered: boolean) =>
                   WHERE o.partition_key = c.partition_key AND o.status = 'pending' AND o.seq < c.seq))`
     : '';
 
+/**
+ * The claim's route clause, the same on every database: only rows routed to one of `routes`
+ * (NULL being `default`). The names were validated when the options were read (ROUTE_NAME), so
+ * they are written as literals: one statement text per configuration, no extra parameters.
+ */
+export const routeClause = (routes: readonly string[] | undefined) => {
+  if (!routes) return '';
+  const names = routes.map((r) => `'${r.replace(/'/g, "''")}'`);
+  if (!names.length) return 'AND 1 = 0';
+  const withNull = routes.includes('default') ? 'c.route IS NULL OR ' : '';
+  return `AND (${withNull}c.route IN (${names.join(', ')}))`;
+};
+
 /** What the portable outbox statements need of a database. */
 export interface PortableOutboxOptions {
   style: SqlStyle;
@@ -77,11 +97,11 @@ export function portableOutboxSql(T: string, o: PortableOutboxOptions): Portable
         const params: unknown[] = [];
         const values = part.map((r) => {
           const i = params.length;
-          params.push(r.id, r.type, r.payload, r.headers, r.partitionKey, delayOf(r));
-          return `(${marks(style, i, 5)}, 'pending', 0, ${o.plusMs(mark(i + 5))}, ${now})`;
+          params.push(r.id, r.type, r.payload, r.headers, r.partitionKey, r.route, delayOf(r));
+          return `(${marks(style, i, 6)}, 'pending', 0, ${o.plusMs(mark(i + 6))}, ${now})`;
         });
         await exec(
-          `INSERT INTO ${T} (id, type, payload, headers, partition_key, status, attempts, next_attempt_at, created_at)
+          `INSERT INTO ${T} (id, type, payload, headers, partition_key, route, status, attempts, next_attempt_at, created_at)
            VALUES ${values.join(', ')}`,
           params,
         );
@@ -177,6 +197,12 @@ export function portableOutboxSql(T: string, o: PortableOutboxOptions): Portable
         );
         return affected;
       });
+    },
+    async pendingByRoute(exec) {
+      const { rows } = await exec(
+        `SELECT route, COUNT(*) AS n FROM ${T} WHERE status = 'pending' GROUP BY route`,
+      );
+      return pendingPerRoute(rows);
     },
     async countByStatus(exec) {
       const { rows } = await exec(`SELECT status, COUNT(*) AS n FROM ${T} GROUP BY status`);

@@ -1,6 +1,6 @@
 import type { OutboxSql } from '../contracts/outbox.contract';
 import type { QuotedTables } from '../dialect';
-import { orderedClause, portableOutboxSql } from '../portable/outbox.sql';
+import { orderedClause, routeClause, portableOutboxSql } from '../portable/outbox.sql';
 import { bySeq, mapOutboxRow, OUTBOX_COLUMNS } from '../row-mappers';
 import { PG_NOW, pgShiftMs, POSTGRES_STYLE } from './postgres.helpers';
 
@@ -53,6 +53,7 @@ export function postgresOutboxSql(t: QuotedTables): OutboxSql {
                    WHERE c.status = 'pending' AND c.next_attempt_at <= ${now}
                      AND (c.locked_until IS NULL OR c.locked_until <= ${now})
                      ${ordered}
+                     ${routeClause(p.routes)}
                    ORDER BY c.seq
                    LIMIT $3
                    FOR UPDATE OF c SKIP LOCKED))

@@ -76,6 +76,13 @@ export function postgresSchema(
         down: [`ALTER TABLE ${T} DROP COLUMN failures, DROP COLUMN failed_at`],
       };
     },
+    outboxRoute() {
+      const { qualified: T } = table('outbox');
+      return {
+        up: [`ALTER TABLE ${T} ADD COLUMN route VARCHAR(64) NULL`],
+        down: [`ALTER TABLE ${T} DROP COLUMN route`],
+      };
+    },
     inbox() {
       const { qualified: T, bare: n } = table('inbox');
       return {

@@ -1,6 +1,6 @@
 import type { OutboxSql } from '../contracts/outbox.contract';
 import type { QuotedTables } from '../dialect';
-import { orderedClause, portableOutboxSql, utcText } from '../portable/outbox.sql';
+import { orderedClause, portableOutboxSql, routeClause, utcText } from '../portable/outbox.sql';
 import { bySeq, mapOutboxRow, OUTBOX_COLUMNS } from '../row-mappers';
 import { SQLITE_STYLE, sqliteNow } from './sqlite.helpers';
 
@@ -38,6 +38,7 @@ export function sqliteOutboxSql(t: QuotedTables): OutboxSql {
                          WHERE c.status = 'pending' AND c.next_attempt_at <= ${now}
                            AND (c.locked_until IS NULL OR c.locked_until <= ${now})
                            ${orderedClause(T, p.ordered)}
+                           ${routeClause(p.routes)}
                          ORDER BY c.seq
                          LIMIT ${Math.max(1, Math.floor(p.limit))})
          RETURNING ${OUTBOX_COLUMNS}`,

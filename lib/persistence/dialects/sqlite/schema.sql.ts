@@ -85,6 +85,14 @@ export function sqliteSchema(
         ],
       };
     },
+    outboxRoute() {
+      // DROP COLUMN needs SQLite 3.35 (better-sqlite3 bundles a newer one).
+      const { qualified: T } = table('outbox');
+      return {
+        up: [`ALTER TABLE ${T} ADD COLUMN "route" varchar(64)`],
+        down: [`ALTER TABLE ${T} DROP COLUMN "route"`],
+      };
+    },
     inbox() {
       const { qualified: T, bare: n } = table('inbox');
       return {
