@@ -77,7 +77,17 @@ const { TransactionalAdapterTypeOrm } = require('@nestjs-cls/transactional-adapt
 
 const VARIANT = process.env.VARIANT || 'lib';
 /** `lib-before`: the same app on another build of this library, unpacked under LIB_DIR/node_modules. */
-const IS_LIB = VARIANT === 'lib' || VARIANT === 'lib-before' || VARIANT === 'lib-shared';
+const IS_LIB =
+  VARIANT === 'lib' ||
+  VARIANT === 'lib-before' ||
+  VARIANT === 'lib-shared' ||
+  VARIANT === 'lib-user';
+/**
+ * `lib-user`: the app as a user writes it from the quick start, every option at its default: no
+ * `logger: false`, the cleanup and the outbox relay running, Nest's default logger (every level),
+ * the entities and migrations through `withExactlyOnce()`.
+ */
+const IS_USER_APP = VARIANT === 'lib-user';
 const LIB = process.env.LIB_DIR
   ? require.resolve('nestjs-exactly-once', { paths: [process.env.LIB_DIR] })
   : 'nestjs-exactly-once';
@@ -342,16 +352,21 @@ function appModule() {
         : {}),
       logger: counter,
       synchronize: false,
-      ...(IS_LIB
+      ...(IS_USER_APP
         ? (() => {
-            const lib = require(LIB);
-            return {
-              entities: lib.getIdempotencyEntities({ type: DB_TYPE }),
-              migrations: lib.getIdempotencyMigrations(),
-              migrationsRun: true,
-            };
+            const { entities, migrations } = require(LIB).withExactlyOnce({ ...DB_OPTIONS });
+            return { entities, migrations, migrationsRun: true };
           })()
-        : {}),
+        : IS_LIB
+          ? (() => {
+              const lib = require(LIB);
+              return {
+                entities: lib.getIdempotencyEntities({ type: DB_TYPE }),
+                migrations: lib.getIdempotencyMigrations(),
+                migrationsRun: true,
+              };
+            })()
+          : {}),
     }),
     ClsModule.forRoot({
       global: true,
@@ -389,6 +404,10 @@ function appModule() {
       }),
     );
     controller = libController();
+  } else if (IS_USER_APP) {
+    const { IdempotencyModule } = require(LIB);
+    imports.push(IdempotencyModule.forRoot({}));
+    controller = libController();
   } else if (IS_LIB) {
     const { IdempotencyModule } = require(LIB);
     imports.push(
@@ -423,7 +442,11 @@ function appModule() {
 }
 
 async function main() {
-  const app = await NestFactory.create(appModule(), { logger: ['error', 'warn'] });
+  // The user's app keeps Nest's default logger (every level); the others print warnings and errors.
+  const app = await NestFactory.create(
+    appModule(),
+    IS_USER_APP ? {} : { logger: ['error', 'warn'] },
+  );
   app.use(trackTraffic);
   if (VARIANT === 'ei-redis') {
     const { idempotency } = require('express-idempotency');
