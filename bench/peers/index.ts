@@ -106,7 +106,8 @@ const DB_CPU_NOTE: Record<BenchDatabaseKind, string> = {
     'every process of the Babelfish cluster: its postmaster (the process listening on the TDS port) and all its children (the backends of every connection, the background workers)',
 };
 
-type Variant = 'lib' | 'lib-shared' | 'lib-before' | 'ni-redis' | 'ni-memory' | 'ei-redis';
+type Variant =
+  'lib' | 'lib-shared' | 'lib-before' | 'lib-user' | 'ni-redis' | 'ni-memory' | 'ei-redis';
 
 interface Scenario {
   id: string;
@@ -156,6 +157,13 @@ const SCENARIOS: Scenario[] = [
     id: 'lib-replay',
     label: 'this library, replay',
     variant: 'lib',
+    path: '/payments',
+    keys: 'replay',
+  },
+  {
+    id: 'user-replay',
+    label: "this library in a user's app (every option at its default), replay",
+    variant: 'lib-user',
     path: '/payments',
     keys: 'replay',
   },
@@ -381,11 +389,36 @@ function labelOf(s: Scenario, ablation: boolean): string {
     : s.label;
 }
 
-/** The scenarios run: the second app's only with it, and only its first execution when ablated. */
-function scenariosFor(beforeDir: string | undefined, ablation: boolean): Scenario[] {
+/**
+ * The scenarios run: the second app's only with it, and only its first execution when ablated;
+ * `only` (`--only=a,lib-replay,...`): those ids alone, with (a), which the table is relative to.
+ */
+function scenariosFor(
+  beforeDir: string | undefined,
+  ablation: boolean,
+  only?: string[],
+): Scenario[] {
   return SCENARIOS.filter(
-    (s) => s.variant !== 'lib-before' || (beforeDir && (!ablation || s.id === 'before-tx')),
+    (s) =>
+      (s.variant !== 'lib-before' || (beforeDir && (!ablation || s.id === 'before-tx'))) &&
+      (!only || s.id === 'a' || only.includes(s.id)),
   );
+}
+
+/** `--only=<id>,<id>`: the scenario ids to run (and (a)); undefined: every scenario. */
+function parseOnly(args: string[]): string[] | undefined {
+  const v = arg(args, 'only');
+  if (v === undefined) return undefined;
+  const ids = v
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean);
+  const unknown = ids.filter((id) => !SCENARIOS.some((s) => s.id === id));
+  if (unknown.length || !ids.length)
+    throw new Error(
+      `--only: unknown scenario "${unknown.join(', ')}" (${SCENARIOS.map((s) => s.id).join(', ')})`,
+    );
+  return ids;
 }
 
 /**
@@ -467,6 +500,10 @@ interface Shared {
   connections: number;
   /** `--pin`: app and helpers on separate CPUs (cpu-pinning.ts). */
   pin?: CpuPinning;
+  /** `--only`: the scenario ids run (and (a)); undefined: all. */
+  only?: string[];
+  /** Completed keys each replay scenario's requests are spread over (`--keys`, default 200). */
+  replayKeys: number;
 }
 
 /** The whole table, its checks and the crash probe on one database. */
@@ -475,9 +512,20 @@ async function benchDatabase(
   kind: BenchDatabaseKind,
   shared: Shared,
 ): Promise<BenchReport> {
-  const { beforeDir, ablation, redis, rounds, sliceSec, warmupSec, rewarmSec, connections, pin } =
-    shared;
-  const scenarios = scenariosFor(beforeDir, ablation);
+  const {
+    beforeDir,
+    ablation,
+    redis,
+    rounds,
+    sliceSec,
+    warmupSec,
+    rewarmSec,
+    connections,
+    pin,
+    only,
+    replayKeys,
+  } = shared;
+  const scenarios = scenariosFor(beforeDir, ablation, only);
   const cleanups: Array<() => Promise<void> | void> = [];
   let cleaned = false;
   const cleanup = async () => {
@@ -556,8 +604,18 @@ async function benchDatabase(
     cleanups.push(async () => {
       for (const s of servers.values()) await s.stop();
     });
-    const variants: Variant[] = ['lib', 'lib-shared', 'ni-redis', 'ni-memory', 'ei-redis'];
-    if (beforeDir) variants.splice(1, 0, 'lib-before');
+    // The apps the scenarios use (the crash probe starts its own); 'lib' always, for (a).
+    const variants = (
+      [
+        'lib',
+        'lib-before',
+        'lib-user',
+        'lib-shared',
+        'ni-redis',
+        'ni-memory',
+        'ei-redis',
+      ] as Variant[]
+    ).filter((v) => v === 'lib' || scenarios.some((s) => s.variant === v));
     for (const v of variants) {
       ctx.log(`${kind}: starting the ${v} app`);
       servers.set(v, await start(v));
@@ -580,12 +638,12 @@ async function benchDatabase(
     };
 
     // Replays: keys completed beforehand, more of them than connections (no two concurrent
-    // requests share a key).
+    // requests share a key): 200 by default, as a user's measurement spread them (--keys).
     const pools = new Map<string, string[]>();
     for (const s of scenarios.filter((x) => x.keys === 'replay')) {
       const url = servers.get(s.variant)!.url + s.path;
       const keys: string[] = [];
-      for (let i = 0; i < connections * 2; i++) {
+      for (let i = 0; i < Math.max(replayKeys, connections * 2); i++) {
         const k = freshKey();
         const r = await post(url, k);
         if (r.status !== 201)
@@ -679,7 +737,7 @@ async function benchDatabase(
         results.set(s.id, [...(results.get(s.id) ?? []), r]);
       }
     }
-    const med = (id: string, f: (r: Round) => number) => median(results.get(id)!.map(f));
+    const med = (id: string, f: (r: Round) => number) => median((results.get(id) ?? []).map(f));
     const aRate = med('a', (r) => r.reqPerSec);
     const aTxCpu = med('a-tx', (r) => r.cpuUsPerReq);
     const rows = scenarios.map((s) => [
@@ -694,14 +752,14 @@ async function benchDatabase(
       results.get(s.id)!.reduce((a, r) => a + r.failed, 0),
     ]);
 
-    // Crash probe: SIGKILL mid-request, restart, retry with the same key and body.
-    ctx.log(`${kind}: crash probe`);
+    // Crash probe: SIGKILL mid-request, restart, retry with the same key and body (not with --only).
+    if (!only) ctx.log(`${kind}: crash probe`);
     for (const s of servers.values()) await s.stop();
     servers.clear();
     const probeRows: Array<Array<string | number>> = [];
     const waitSec = ctx.quick ? 3 : 8;
     const countSql = `SELECT COUNT(*) AS n FROM payments WHERE customer_id = ${placeholder(kind, 0)}`;
-    for (const p of PROBES) {
+    for (const p of only ? [] : PROBES) {
       const customer = `crash-${runId}-${p.variant}-${p.path.replace(/\W/g, '')}`;
       const body = JSON.stringify({ customerId: customer, amount: 1 });
       const key = freshKey();
@@ -762,6 +820,20 @@ async function benchDatabase(
         informative,
       },
       {
+        name: `${name}: replay in a user's app (defaults) CPU/request ≤ node-idempotency + Redis${forPg}`,
+        target: `≤ ${Math.round(cpu('ni-redis-replay'))} µs`,
+        actual: `${Math.round(cpu('user-replay'))} µs`,
+        ok: cpu('user-replay') <= cpu('ni-redis-replay'),
+        informative,
+      },
+      {
+        name: `${name}: replay in a user's app (defaults) req/s ≥ node-idempotency + Redis${forPg}`,
+        target: `≥ ${Math.round(rate('ni-redis-replay'))}`,
+        actual: `${Math.round(rate('user-replay'))}`,
+        ok: rate('user-replay') >= rate('ni-redis-replay'),
+        informative,
+      },
+      {
         name: `${name}: first execution, transactional: CPU/request ≤ 1.4 × (a-tx)${forPg}`,
         target: '≤ 1.40',
         actual: (cpu('lib-tx') / aTxCpu).toFixed(2),
@@ -776,6 +848,9 @@ async function benchDatabase(
         informative: true,
       },
     ];
+    // --only: the checks whose scenarios did not run are left out.
+    for (let i = checks.length - 1; i >= 0; i--)
+      if (/NaN/.test(`${checks[i].target} ${checks[i].actual}`)) checks.splice(i, 1);
     if (beforeDir && ablation) {
       // What the two statements cost, and what the rest of the gate costs, each over (a-tx).
       const rest = cpu('before-tx') / aTxCpu - 1;
@@ -834,7 +909,7 @@ async function benchDatabase(
     ];
     const tables: BenchTable[] = [
       {
-        title: `Peers on ${name}: POST /payments, one insert, Nest 11, ${connections} connections, medians of ${rounds} interleaved rounds of ${sliceSec} s (each after ${rewarmSec} s of the same scenario, not measured) after a ${warmupSec} s warm-up per scenario${pin ? ', app pinned to its own CPU' : ''}`,
+        title: `Peers on ${name}: POST /payments, one insert, Nest 11, ${connections} connections, replays spread over ${Math.max(replayKeys, connections * 2)} completed keys, medians of ${rounds} interleaved rounds of ${sliceSec} s (each after ${rewarmSec} s of the same scenario, not measured) after a ${warmupSec} s warm-up per scenario${pin ? ', app pinned to its own CPU' : ''}`,
         columns: [
           'scenario',
           'req/s',
@@ -910,9 +985,14 @@ const suite: BenchSuite = {
       throw new Error(
         "--ablate: PostgreSQL only (--db=postgres): the two statements it removes are the PostgreSQL ledger's single-write path",
       );
+    const only = parseOnly(ctx.args);
+    const replayKeys = Number(arg(ctx.args, 'keys') ?? 200);
+    if (!(Number.isInteger(replayKeys) && replayKeys >= 1))
+      throw new Error('--keys: a positive whole number of completed keys per replay scenario');
     const scenarioCount = scenariosFor(
       process.env.PEERS_BEFORE_TARBALL || ablation ? 'yes' : undefined,
       ablation,
+      only,
     ).length;
     const budgetSec = (SUITE_LIMIT_MS - 120_000) / 1000;
     const planned = (slice: number) =>
@@ -955,6 +1035,8 @@ const suite: BenchSuite = {
       rewarmSec,
       connections,
       pin,
+      only,
+      replayKeys,
     };
     const reports: Array<{ kind: BenchDatabaseKind; report: BenchReport }> = [];
     for (const kind of kinds)

@@ -12,6 +12,10 @@
  *   the key's record inserted before the payment, completed after it), POST /payments
  *   (@Idempotent(), transactional mode), POST /payments-leased (@Idempotent({ mode: 'leased',
  *   leaseMs: 5000 }));
+ * - lib-user: the same routes in the app a user writes from the quick start, every option of this
+ *   library at its default (`IdempotencyModule.forRoot({})`, `withExactlyOnce()`, Nest's default
+ *   logger); PEERS_USER_OPTIONS (JSON) is given to its forRoot, PEERS_USER_NEST_LEVELS=1 gives Nest
+ *   `logger: ['error', 'warn']` (to find which default costs);
  * - ni-redis / ni-memory: POST /payments with @node-idempotency/nestjs (Redis / in-memory storage);
  * - ei-redis: POST /payments behind the express-idempotency middleware with its Redis adapter.
  * Every handler sleeps `x-delay-ms` after its insert (the crash probe kills the process then).
@@ -77,7 +81,17 @@ const { TransactionalAdapterTypeOrm } = require('@nestjs-cls/transactional-adapt
 
 const VARIANT = process.env.VARIANT || 'lib';
 /** `lib-before`: the same app on another build of this library, unpacked under LIB_DIR/node_modules. */
-const IS_LIB = VARIANT === 'lib' || VARIANT === 'lib-before' || VARIANT === 'lib-shared';
+const IS_LIB =
+  VARIANT === 'lib' ||
+  VARIANT === 'lib-before' ||
+  VARIANT === 'lib-shared' ||
+  VARIANT === 'lib-user';
+/**
+ * `lib-user`: the app as a user writes it from the quick start, every option at its default: no
+ * `logger: false`, the cleanup and the outbox relay running, Nest's default logger (every level),
+ * the entities and migrations through `withExactlyOnce()`.
+ */
+const IS_USER_APP = VARIANT === 'lib-user';
 const LIB = process.env.LIB_DIR
   ? require.resolve('nestjs-exactly-once', { paths: [process.env.LIB_DIR] })
   : 'nestjs-exactly-once';
@@ -342,16 +356,21 @@ function appModule() {
         : {}),
       logger: counter,
       synchronize: false,
-      ...(IS_LIB
+      ...(IS_USER_APP
         ? (() => {
-            const lib = require(LIB);
-            return {
-              entities: lib.getIdempotencyEntities({ type: DB_TYPE }),
-              migrations: lib.getIdempotencyMigrations(),
-              migrationsRun: true,
-            };
+            const { entities, migrations } = require(LIB).withExactlyOnce({ ...DB_OPTIONS });
+            return { entities, migrations, migrationsRun: true };
           })()
-        : {}),
+        : IS_LIB
+          ? (() => {
+              const lib = require(LIB);
+              return {
+                entities: lib.getIdempotencyEntities({ type: DB_TYPE }),
+                migrations: lib.getIdempotencyMigrations(),
+                migrationsRun: true,
+              };
+            })()
+          : {}),
     }),
     ClsModule.forRoot({
       global: true,
@@ -389,6 +408,11 @@ function appModule() {
       }),
     );
     controller = libController();
+  } else if (IS_USER_APP) {
+    const { IdempotencyModule } = require(LIB);
+    // PEERS_USER_OPTIONS (JSON): options given to the user's app, to find which default costs.
+    imports.push(IdempotencyModule.forRoot(JSON.parse(process.env.PEERS_USER_OPTIONS || '{}')));
+    controller = libController();
   } else if (IS_LIB) {
     const { IdempotencyModule } = require(LIB);
     imports.push(
@@ -423,7 +447,11 @@ function appModule() {
 }
 
 async function main() {
-  const app = await NestFactory.create(appModule(), { logger: ['error', 'warn'] });
+  // The user's app keeps Nest's default logger (every level); the others print warnings and errors.
+  const app = await NestFactory.create(
+    appModule(),
+    IS_USER_APP && !process.env.PEERS_USER_NEST_LEVELS ? {} : { logger: ['error', 'warn'] },
+  );
   app.use(trackTraffic);
   if (VARIANT === 'ei-redis') {
     const { idempotency } = require('express-idempotency');

@@ -16,7 +16,11 @@ import type { DataSource } from 'typeorm';
 import { Idempotent } from '../../lib';
 import { PROBLEM_TYPES } from '../../lib/problem-details';
 import { InboxFixtureModule } from '../fixtures/inbox/inbox-fixture.module';
-import { rpcPaymentsController, type RpcPayCommand } from '../fixtures/rpc/rpc-payments.controller';
+import {
+  rpcPaymentsController,
+  RUNS,
+  type RpcPayCommand,
+} from '../fixtures/rpc/rpc-payments.controller';
 import {
   createTestDatabase,
   databaseKinds,
@@ -28,8 +32,9 @@ import { freePort } from '../support/free-port';
 
 const RABBIT_URL = process.env.RABBITMQ_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
 const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+const REDIS_URL = new URL(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
 
-type TransportName = 'nats' | 'rabbitmq' | 'tcp';
+type TransportName = 'nats' | 'rabbitmq' | 'tcp' | 'redis';
 
 /** A server and a client of one transport, and how a request carries its key. */
 interface Wire {
@@ -78,6 +83,16 @@ async function wireOf(transport: TransportName): Promise<Wire> {
         keyFrom: (data) => data.requestId,
       };
     }
+    case 'redis': {
+      // Nest's Redis transport carries no headers: the key is in the payload, read by keyFrom.
+      const options = { host: REDIS_URL.hostname, port: Number(REDIS_URL.port || 6379) };
+      return {
+        server: { transport: Transport.REDIS, options },
+        client: ClientProxyFactory.create({ transport: Transport.REDIS, options }),
+        record: (cmd, key) => ({ ...cmd, requestId: key }),
+        keyFrom: (data) => data.requestId,
+      };
+    }
   }
 }
 
@@ -87,6 +102,7 @@ const TRANSPORTS: Array<[TransportName, 'transactional' | 'leased']> = [
   ['rabbitmq', 'transactional'],
   ['tcp', 'transactional'],
   ['tcp', 'leased'],
+  ['redis', 'transactional'],
 ];
 
 describe.each(databaseKinds())('@Idempotent() on @MessagePattern, %s', (kind) => {
@@ -210,6 +226,39 @@ describe.each(databaseKinds())('@Idempotent() on @MessagePattern, %s', (kind) =>
       expect(await effects(note)).toBe(0);
       const reply = await send({ amount: 3, note }, key);
       expect(reply).toMatchObject({ amount: 3 });
+      expect(await effects(note)).toBe(1);
+    });
+
+    it('a duplicate while the first runs: a retryable 409 problem with retryAfter, nothing run twice', async () => {
+      // Every connection of the app's pool (10) opened first, each by a request holding it in its
+      // transaction: on Babelfish a new connection's first batch starts about a second late, so a
+      // duplicate sent on a cold one could reach the key after the first committed (a replay,
+      // also correct, but not what this test proves).
+      const warm = randomUUID();
+      await Promise.all(
+        Array.from({ length: 10 }, () =>
+          send({ amount: 1, note: warm, delayMs: 300 }, randomUUID()),
+        ),
+      );
+      const note = randomUUID();
+      const key = randomUUID();
+      const first = send({ amount: 6, note, delayMs: 1500 }, key);
+      // The first is in its handler (this process runs the app): its record is in flight.
+      while (!RUNS.get(note)) await new Promise((r) => setTimeout(r, 10));
+      const err = await failure({ amount: 6, note, delayMs: 1500 }, key);
+      expect(err).toMatchObject({
+        type: PROBLEM_TYPES.inProgress,
+        status: 409,
+        retryable: true,
+        retryAfter: expect.any(Number),
+      });
+      expect(err.retryAfter).toBeGreaterThan(0);
+      const reply = await first;
+      expect(reply).toMatchObject({ amount: 6 });
+      expect(RUNS.get(note)).toBe(1);
+      // Once it has committed, the retry replays it.
+      expect(await send({ amount: 6, note, delayMs: 1500 }, key)).toEqual(reply);
+      expect(RUNS.get(note)).toBe(1);
       expect(await effects(note)).toBe(1);
     });
 
