@@ -105,6 +105,7 @@ export type {
 export {
   KafkaPublisher,
   KafkaBatchInFlightError,
+  KafkaPartitionsUnacknowledgedError,
   isKafkaUnavailableError,
 } from './outbox/publishers/kafka.publisher';
 export type {

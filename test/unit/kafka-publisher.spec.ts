@@ -6,7 +6,12 @@ import {
   KafkaJSProtocolError,
   KafkaJSRequestTimeoutError,
 } from 'kafkajs';
-import { isKafkaUnavailableError, KafkaBatchInFlightError, KafkaPublisher } from '../../lib';
+import {
+  isKafkaUnavailableError,
+  KafkaBatchInFlightError,
+  KafkaPartitionsUnacknowledgedError,
+  KafkaPublisher,
+} from '../../lib';
 import { publishWithin } from '../../lib/outbox/outbox-publish';
 import { isPublisherUnavailable } from '../../lib/outbox/outbox-unavailable';
 import { OutboxPublishTimeoutError } from '../../lib/outbox/outbox.errors';
@@ -277,5 +282,50 @@ describe('KafkaPublisher after a failed send', () => {
     expect(configs).toHaveLength(2);
     expect(await p.publishBatch([message('b')])).toEqual([undefined]);
     expect(configs).toHaveLength(2);
+  });
+});
+
+describe('KafkaPublisher when kafkajs resolves without every partition acknowledged', () => {
+  /** A producer that partitions like kafkajs (through the configured partitioner) and answers with `acked`. */
+  function partitioningKafka(acked: (partitions: number[]) => number[]) {
+    const fake = fakeKafka();
+    fake.producer.sendBatch.mockImplementation(async (batch) => {
+      const partitioner = (fake.configs.at(-1)!.createPartitioner as () => any)();
+      const partitions = new Set<number>();
+      for (const { topic, messages } of batch.topicMessages)
+        for (const m of messages)
+          partitions.add(
+            partitioner({
+              topic,
+              message: m,
+              partitionMetadata: [0, 1, 2].map((p) => ({ partitionId: p, leader: p })),
+            }),
+          );
+      return acked([...partitions]).map((partition) => ({
+        topicName: 't',
+        partition,
+        errorCode: 0,
+      }));
+    });
+    return fake;
+  }
+  const keys = ['a', 'b', 'c', 'd', 'e', 'f'].map((k) => message(k, { partitionKey: `pay-${k}` }));
+
+  it('fails the batch (as an outage) when a partition it wrote to is missing from the acknowledgement', async () => {
+    const { kafka, configs } = partitioningKafka((ps) => ps.slice(1));
+    const p = new KafkaPublisher({ kafka, topic: 't' });
+    const outcomes = await p.publishBatch(keys);
+    expect(outcomes.every((o) => o instanceof KafkaPartitionsUnacknowledgedError)).toBe(true);
+    expect((outcomes[0] as KafkaPartitionsUnacknowledgedError).partitions).toHaveLength(1);
+    expect(isKafkaUnavailableError(outcomes[0])).toBe(true);
+    // The producer was replaced: the retried batch gets a new producer id.
+    await p.publishBatch(keys);
+    expect(configs).toHaveLength(2);
+  });
+
+  it('confirms the batch when every partition it wrote to is acknowledged', async () => {
+    const { kafka } = partitioningKafka((ps) => ps);
+    const p = new KafkaPublisher({ kafka, topic: 't' });
+    expect(await p.publishBatch(keys)).toEqual(keys.map(() => undefined));
   });
 });

@@ -2,7 +2,12 @@ import type { OnApplicationShutdown } from '@nestjs/common';
 import type { OutboxMessage } from '../outbox-message.interface';
 import type { OutboxPublisher } from '../outbox-publisher.interface';
 import { OutboxPublishTimeoutError } from '../outbox.errors';
-import { KAFKA_BATCH_IN_FLIGHT, KAFKA_OPTIONS_INVALID, MISSING_PACKAGE } from '../outbox.messages';
+import {
+  KAFKA_BATCH_IN_FLIGHT,
+  KAFKA_OPTIONS_INVALID,
+  KAFKA_PARTITIONS_UNACKNOWLEDGED,
+  MISSING_PACKAGE,
+} from '../outbox.messages';
 
 /** The part of a kafkajs `Producer` this publisher uses. */
 export interface KafkaProducerLike {
@@ -81,9 +86,26 @@ export class KafkaBatchInFlightError extends Error {
   }
 }
 
+/**
+ * kafkajs resolved a `sendBatch` without an acknowledgement for some partitions the batch wrote
+ * to. kafkajs 2.2 retries a produce only to the brokers that have not answered yet: when a
+ * partition's leader dies mid-send and the partition moves to a broker that had already
+ * acknowledged its own partitions of the batch, the moved partition's records are never sent
+ * again, and `sendBatch` resolves all the same (seen on the 3-node cluster: acknowledged records
+ * missing from the log after a leader SIGKILL). The publisher compares the partitions its
+ * partitioner chose with those acknowledged and fails the batch; the relay retries it whole.
+ */
+export class KafkaPartitionsUnacknowledgedError extends Error {
+  override readonly name = 'KafkaPartitionsUnacknowledgedError';
+  constructor(readonly partitions: string[]) {
+    super(KAFKA_PARTITIONS_UNACKNOWLEDGED(partitions));
+  }
+}
+
 /** Errors (by class name) that say a broker or the cluster could not be reached. */
 const UNAVAILABLE_ERRORS = new Set([
   'KafkaBatchInFlightError',
+  'KafkaPartitionsUnacknowledgedError',
   'KafkaJSConnectionError',
   'KafkaJSConnectionClosedError',
   'KafkaJSRequestTimeoutError',
@@ -201,6 +223,8 @@ export class KafkaPublisher implements OutboxPublisher, OnApplicationShutdown {
   private connecting?: Promise<void>;
   private inFlight = false;
   private closed = false;
+  /** `topic:partition` of the records of the batch being sent (filled by the partitioner). */
+  private partitioned = new Set<string>();
 
   constructor(private readonly options: KafkaPublisherOptions) {
     if (!options || (!options.kafka && !options.brokers?.length))
@@ -216,11 +240,21 @@ export class KafkaPublisher implements OutboxPublisher, OnApplicationShutdown {
         clientId: options.clientId ?? 'outbox-relay',
         brokers: options.brokers,
       });
+    // The Java client's murmur2 partitioner by default (a key lands where Java producers put
+    // it), or the app's; wrapped to note the partitions of the batch being sent.
+    const createPartitioner = (options.producer?.createPartitioner ??
+      kafkajs.Partitioners.DefaultPartitioner) as () => (args: { topic: string }) => number;
     this.createProducer = () =>
       kafka.producer({
-        // The Java client's murmur2 partitioner: a key lands where Java producers put it.
-        createPartitioner: kafkajs.Partitioners.DefaultPartitioner,
         ...options.producer,
+        createPartitioner: () => {
+          const partitioner = createPartitioner();
+          return (args: { topic: string }) => {
+            const partition = partitioner(args);
+            this.partitioned.add(`${args.topic}:${partition}`);
+            return partition;
+          };
+        },
         idempotent: true,
         maxInFlightRequests: 1,
       });
@@ -251,14 +285,17 @@ export class KafkaPublisher implements OutboxPublisher, OnApplicationShutdown {
       return outcomes.map((o) => o ?? busy);
     }
     this.inFlight = true;
+    this.partitioned = new Set();
     let producer: KafkaProducerLike | undefined;
     try {
       producer = await this.connect();
-      await producer.sendBatch({
+      const acknowledged = await producer.sendBatch({
         topicMessages: [...topics].map(([topic, records]) => ({ topic, messages: records })),
         acks: -1,
         timeout: this.options.ackTimeoutMs ?? 30_000,
       });
+      const missing = this.unacknowledged(acknowledged);
+      if (missing.length) throw new KafkaPartitionsUnacknowledgedError(missing);
     } catch (e) {
       this.retire(producer);
       const error = e instanceof Error ? e : new Error(String(e));
@@ -323,6 +360,20 @@ export class KafkaPublisher implements OutboxPublisher, OnApplicationShutdown {
       headers: { ...m.headers },
       timestamp: String(m.createdAt.getTime()),
     };
+  }
+
+  /**
+   * Partitions the partitioner chose for the batch that kafkajs' result does not acknowledge
+   * (see {@link KafkaPartitionsUnacknowledgedError}).
+   */
+  private unacknowledged(result: unknown): string[] {
+    if (!this.partitioned.size) return [];
+    const acked = new Set(
+      (Array.isArray(result) ? result : []).map(
+        (r: { topicName?: string; partition?: number }) => `${r?.topicName}:${r?.partition}`,
+      ),
+    );
+    return [...this.partitioned].filter((p) => !acked.has(p)).sort();
   }
 
   /** The connected producer (a new one after a failure). */
