@@ -160,6 +160,7 @@ export type {
 export {
   KafkaPublisher,
   KafkaBatchInFlightError,
+  KafkaPartitionsUnacknowledgedError,
   isKafkaUnavailableError,
 } from './outbox/publishers/kafka.publisher';
 /** @deprecated Import from `nestjs-exactly-once/kafka`; this root re-export is removed in the next minor version. */

@@ -30,6 +30,7 @@ import { LedgerEntry } from './ledger/ledger-entry.entity';
 import { LedgerModule } from './ledger/ledger.module';
 import { CreateLedgerEntries1763700009000 } from './migrations/1763700009000-create-ledger-entries';
 import { CreateNotifications1763700011000 } from './migrations/1763700011000-create-notifications';
+import { AddLedgerEntryPosition1763700013000 } from './migrations/1763700013000-add-ledger-entry-position';
 import { Notification } from './notifications/notification.entity';
 import { NotificationsModule } from './notifications/notifications.module';
 import {
@@ -63,6 +64,7 @@ export class AppModule {
             CreateCustomers1763700007000,
             CreateLedgerEntries1763700009000,
             CreateNotifications1763700011000,
+            AddLedgerEntryPosition1763700013000,
           ],
           migrationsRun: true,
           synchronize: false,

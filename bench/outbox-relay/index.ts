@@ -1,8 +1,9 @@
 import * as amqp from 'amqplib';
 import type { Kafka } from 'kafkajs';
-import { fork, type ChildProcess } from 'node:child_process';
+import { execFile, fork, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { loadavg } from 'node:os';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
 import { databaseOptionsFromUrl } from '../../sample-app/config/database.config';
@@ -36,8 +37,17 @@ import { cpuTimeMs, machineCpuMs } from '../support/server-process';
 
 const SUITE_LIMIT_MS = 6 * 60_000;
 const RABBIT_URL = process.env.RABBITMQ_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
-/** A running Kafka cluster (KAFKA_NODES=3 ../shared/kafka/start.sh); the Kafka rows need one. */
+/** A running 3-node Kafka cluster (KAFKA_NODES=3 ../shared/kafka/start.sh) for the 3-node rows. */
 const KAFKA_BROKERS = process.env.KAFKA_BROKERS ?? '127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094';
+/**
+ * The folder of the Kafka scripts (start.sh, stop.sh): the bench starts a single-node cluster of
+ * its own with them, on KAFKA_SINGLE_PORT (9192; controller +10000) and a data dir of its own,
+ * beside the 3-node one, and stops and wipes it at the end. Default ../shared/kafka beside the
+ * repository.
+ */
+const KAFKA_SCRIPTS =
+  process.env.KAFKA_SCRIPTS ?? join(__dirname, '..', '..', '..', '..', 'shared', 'kafka');
+const KAFKA_SINGLE_PORT = Number(process.env.KAFKA_SINGLE_PORT ?? 9192);
 /** Confirmation delay of the "remote broker" publisher (a broker a few ms away on a network). */
 const REMOTE_CONFIRM_MS = 10;
 
@@ -208,18 +218,20 @@ async function throughput(
   ctx: BenchContext,
   ds: DataSource,
   dbUrl: string,
-  kind: 'memory' | 'remote' | 'rabbitmq' | 'kafka-rf3' | 'kafka-rf1',
+  kind: 'memory' | 'remote' | 'rabbitmq' | 'kafka-3' | 'kafka-1',
   n: number,
   p: Params,
+  kafkaBrokers = KAFKA_BROKERS,
 ): Promise<{ one: DrainResult[]; two: DrainResult[]; traced: DrainResult[] }> {
   const queue = `bench-outbox-${randomUUID()}`;
   if (kind.startsWith('kafka')) {
-    // 3 partitions; replication factor 3 (acks from the 2+ in-sync replicas) or 1 (the leader's).
-    const kafka = await kafkaClient();
+    // 3 partitions; on 3 nodes replication factor 3 (acks from the 2+ in-sync replicas), on the
+    // single node 1 (the leader's).
+    const kafka = await kafkaClient(kafkaBrokers);
     const admin = kafka.admin();
     await admin.connect();
     await admin.createTopics({
-      topics: [{ topic: queue, numPartitions: 3, replicationFactor: kind === 'kafka-rf1' ? 1 : 3 }],
+      topics: [{ topic: queue, numPartitions: 3, replicationFactor: kind === 'kafka-1' ? 1 : 3 }],
       waitForLeaders: true,
     });
     ctx.onCleanup(async () => {
@@ -230,7 +242,7 @@ async function throughput(
   const env = {
     DB_URL: dbUrl,
     PUBLISHER: kind.startsWith('kafka') ? 'kafka' : kind,
-    KAFKA_BROKERS,
+    KAFKA_BROKERS: kafkaBrokers,
     CONFIRM_MS: String(REMOTE_CONFIRM_MS),
     RELAY_QUEUE: queue,
     OUTBOX_BATCH_SIZE: String(p.batch),
@@ -285,14 +297,59 @@ async function throughput(
   return { one, two, traced };
 }
 
-async function kafkaClient(): Promise<Kafka> {
+async function kafkaClient(brokers = KAFKA_BROKERS): Promise<Kafka> {
   const { Kafka, logLevel } = await import('kafkajs');
   return new Kafka({
     clientId: 'bench-admin',
-    brokers: KAFKA_BROKERS.split(','),
+    brokers: brokers.split(','),
     logLevel: logLevel.NOTHING,
     retry: { retries: 1 },
   });
+}
+
+/** Whether a Kafka cluster answers at `brokers` (an admin connection); throws why not. */
+async function kafkaReachable(brokers: string): Promise<void> {
+  const admin = (await kafkaClient(brokers)).admin();
+  await admin.connect();
+  await admin.disconnect();
+}
+
+/** Runs a Kafka script (start.sh / stop.sh) of KAFKA_SCRIPTS; resolves with its stdout. */
+function kafkaScript(script: string, args: string[], env: Record<string, string>): Promise<string> {
+  return new Promise((resolve, reject) =>
+    execFile(
+      'bash',
+      [join(KAFKA_SCRIPTS, script), ...args],
+      { env: { ...process.env, ...env }, timeout: 400_000 },
+      (error, stdout, stderr) =>
+        error
+          ? reject(new Error(`${script}: ${stderr.trim().split('\n').pop() ?? error.message}`))
+          : resolve(stdout),
+    ),
+  );
+}
+
+/**
+ * A real single-node Kafka cluster (KRaft, replication factor 1) started for the bench with
+ * KAFKA_SCRIPTS/start.sh on its own port and data dir (the 3-node cluster keeps running), stopped
+ * and wiped at cleanup: its bootstrap broker. Throws why it cannot (no scripts, start failed).
+ */
+async function startSingleNodeKafka(ctx: BenchContext): Promise<string> {
+  if (!existsSync(join(KAFKA_SCRIPTS, 'start.sh')))
+    throw new Error(`no ${KAFKA_SCRIPTS}/start.sh (KAFKA_SCRIPTS)`);
+  const env = {
+    KAFKA_NODES: '1',
+    KAFKA_PORT: String(KAFKA_SINGLE_PORT),
+    KAFKA_CONTROLLER_PORT: String(KAFKA_SINGLE_PORT + 10_000),
+    KAFKA_DATA_DIR: mkdtempSync(join(tmpdir(), 'bench-kafka-1-node-')),
+  };
+  ctx.onCleanup(async () => {
+    await kafkaScript('stop.sh', ['--wipe'], env).catch(() => undefined);
+  });
+  const out = await kafkaScript('start.sh', [], env);
+  const brokers = /^KAFKA_BROKERS=(.+)$/m.exec(out)?.[1]?.trim();
+  if (!brokers) throw new Error(`start.sh printed no KAFKA_BROKERS`);
+  return brokers;
 }
 
 async function latency(
@@ -391,19 +448,34 @@ const suite: BenchSuite = {
         notes.push(`RabbitMQ: skipped (${(e as Error).message}).`);
       }
     }
-    const kafka: Record<'rf3' | 'rf1', { one: DrainResult[]; two: DrainResult[] } | undefined> = {
-      rf3: undefined,
-      rf1: undefined,
-    };
+    const kafka: Record<
+      'nodes3' | 'nodes1',
+      { one: DrainResult[]; two: DrainResult[] } | undefined
+    > = { nodes3: undefined, nodes1: undefined };
     if (!p.skipKafka) {
+      // The 3-node cluster must be running (KAFKA_BROKERS); the single node the bench starts.
       try {
-        const admin = (await kafkaClient()).admin();
-        await admin.connect();
-        await admin.disconnect();
-        kafka.rf3 = await throughput(ctx, ds, scratch.url, 'kafka-rf3', p.kafkaMessages, p);
-        kafka.rf1 = await throughput(ctx, ds, scratch.url, 'kafka-rf1', p.kafkaMessages, p);
+        await kafkaReachable(KAFKA_BROKERS);
+        kafka.nodes3 = await throughput(ctx, ds, scratch.url, 'kafka-3', p.kafkaMessages, p);
       } catch (e) {
-        notes.push(`Kafka: skipped (${(e as Error).message}; KAFKA_BROKERS=${KAFKA_BROKERS}).`);
+        notes.push(
+          `Kafka, 3 nodes: skipped (${(e as Error).message}; KAFKA_BROKERS=${KAFKA_BROKERS}; start it with KAFKA_NODES=3 ../shared/kafka/start.sh).`,
+        );
+      }
+      try {
+        const single = await startSingleNodeKafka(ctx);
+        ctx.log(`kafka: a single-node cluster up on ${single}`);
+        kafka.nodes1 = await throughput(
+          ctx,
+          ds,
+          scratch.url,
+          'kafka-1',
+          p.kafkaMessages,
+          p,
+          single,
+        );
+      } catch (e) {
+        notes.push(`Kafka, 1 node: skipped (${(e as Error).message}).`);
       }
     }
     const lat = await latency(ctx, scratch.url, p);
@@ -429,13 +501,13 @@ const suite: BenchSuite = {
       row('RabbitMQ (publisher confirms), 1 relay', rabbit.one);
       row('RabbitMQ (publisher confirms), 2 relays', rabbit.two);
     }
-    if (kafka.rf3) {
-      row('Kafka, 3 brokers, replication 3 (acks -1, min ISR 2), 1 relay', kafka.rf3.one);
-      row('Kafka, 3 brokers, replication 3 (acks -1, min ISR 2), 2 relays', kafka.rf3.two);
+    if (kafka.nodes3) {
+      row('Kafka, 3 nodes, replication 3 (acks -1, min ISR 2), 1 relay', kafka.nodes3.one);
+      row('Kafka, 3 nodes, replication 3 (acks -1, min ISR 2), 2 relays', kafka.nodes3.two);
     }
-    if (kafka.rf1) {
-      row('Kafka, replication 1 (acks -1 = the leader), 1 relay', kafka.rf1.one);
-      row('Kafka, replication 1 (acks -1 = the leader), 2 relays', kafka.rf1.two);
+    if (kafka.nodes1) {
+      row('Kafka, 1 node, replication 1 (acks -1 = the leader), 1 relay', kafka.nodes1.one);
+      row('Kafka, 1 node, replication 1 (acks -1 = the leader), 2 relays', kafka.nodes1.two);
     }
     const tables: BenchTable[] = [
       {

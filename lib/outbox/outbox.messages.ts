@@ -24,6 +24,8 @@ export const KAFKA_OPTIONS_INVALID = (reason: string) =>
   `KafkaPublisher: ${reason} (new KafkaPublisher({ brokers: ['host:9092'], topic: 'orders' }))`;
 export const KAFKA_BATCH_IN_FLIGHT =
   'KafkaPublisher: the previous batch is still waiting for the acknowledgement of the Kafka cluster (slow or unreachable); this batch was not sent and is retried';
+export const KAFKA_PARTITIONS_UNACKNOWLEDGED = (partitions: string[]) =>
+  `KafkaPublisher: kafkajs resolved the batch without an acknowledgement for ${partitions.join(', ')} (their leader moved during the send); the batch is retried`;
 export const UNREADABLE_PAYLOAD = (reason: string) =>
   `the stored payload or headers are not valid JSON: ${reason}`;
 export const OUTBOX_WITHOUT_PUBLISHER = (users: string[]) =>

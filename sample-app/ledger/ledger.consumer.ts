@@ -4,7 +4,12 @@ import { IdempotentConsumer } from '../../lib';
 import { SAMPLE_CHANNELS } from '../ops/sample.channels';
 import { LEDGER_SERVICE } from '../messaging/consumer-services';
 import { incomingMessage } from '../messaging/incoming-message';
-import { PAYMENT_CAPTURED, PaymentCapturedEvent } from '../payments/payments.service';
+import {
+  PAYMENT_CAPTURED,
+  PAYMENT_REFUNDED,
+  PaymentCapturedEvent,
+  PaymentRefundedEvent,
+} from '../payments/payments.service';
 import { LEDGER_DEMO, LedgerDemoSwitches } from './ledger.config';
 import { LedgerService } from './ledger.service';
 
@@ -35,6 +40,23 @@ export class LedgerConsumer {
     const { id } = incomingMessage(event, context);
     await this.ledger.recordCapture(event, id ?? '');
     // Diagnostics channel (the fault suite crashes here): entry written, inbox transaction not committed.
+    const inHandler = SAMPLE_CHANNELS.ledgerInHandler;
+    if (inHandler.hasSubscribers) inHandler.publish({ messageId: id });
+    await this.misbehave(id ?? '');
+  }
+
+  /**
+   * A refund entry per `payment.refunded`, through the same inbox (consumer `ledger`); it comes
+   * after its payment's capture on the same partition key, so its entry's position follows.
+   */
+  @EventPattern(PAYMENT_REFUNDED, LEDGER_SERVICE)
+  @IdempotentConsumer({ consumer: 'ledger', acknowledge: true })
+  async onPaymentRefunded(
+    @Payload() event: PaymentRefundedEvent,
+    @Ctx() context: unknown,
+  ): Promise<void> {
+    const { id } = incomingMessage(event, context);
+    await this.ledger.recordRefund(event, id ?? '');
     const inHandler = SAMPLE_CHANNELS.ledgerInHandler;
     if (inHandler.hasSubscribers) inHandler.publish({ messageId: id });
     await this.misbehave(id ?? '');

@@ -14,6 +14,7 @@ function toJson(e: LedgerEntry) {
     currency: e.currency,
     customerId: e.customerId,
     messageId: e.messageId,
+    position: e.position,
     createdAt: new Date(e.createdAt).toISOString(),
   };
 }

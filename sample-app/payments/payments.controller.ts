@@ -12,6 +12,7 @@ import {
 } from '@nestjs/common';
 import { Idempotent } from '../../lib';
 import { CreatePaymentDto } from './create-payment.dto';
+import { CreateRefundDto } from './create-refund.dto';
 import { PaymentsService } from './payments.service';
 import type { Payment } from './payment.entity';
 
@@ -63,6 +64,24 @@ export class PaymentsController {
     if (typeof res.header === 'function') res.header('Location', location);
     else res.setHeader('Location', location);
     return toJson(payment);
+  }
+
+  /**
+   * `POST /payments/:id/refunds` `{ amount }`: gives back part or all of a payment; 201 with the
+   * refund (`id`, `paymentId`, `amount`, `currency`, `refundedAt`); 404 for an unknown payment,
+   * 400 for more than its amount. Its `payment.refunded` event has the payment's partition key.
+   */
+  @Post(':id/refunds')
+  @Idempotent()
+  async refund(@Param('id') id: string, @Body() dto: CreateRefundDto) {
+    const r = await this.payments.refund(id, dto);
+    return {
+      id: r.refundId,
+      paymentId: r.paymentId,
+      amount: r.amount,
+      currency: r.currency,
+      refundedAt: r.refundedAt,
+    };
   }
 
   @Get(':id')

@@ -1,10 +1,11 @@
-import { HttpException, Injectable } from '@nestjs/common';
+import { BadRequestException, HttpException, Injectable, NotFoundException } from '@nestjs/common';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { randomUUID } from 'node:crypto';
 import { OutboxService } from '../../lib';
 import { SAMPLE_CHANNELS } from '../ops/sample.channels';
 import type { CreatePaymentDto } from './create-payment.dto';
+import type { CreateRefundDto } from './create-refund.dto';
 import { Payment } from './payment.entity';
 
 /** Type of the event POST /payments adds to the outbox (partition key: the payment id). */
@@ -18,6 +19,20 @@ export interface PaymentCapturedEvent {
   currency: string;
   customerId: string;
   capturedAt: string;
+}
+
+/** Type of the event POST /payments/:id/refunds adds to the outbox (partition key: the payment id). */
+export const PAYMENT_REFUNDED = 'payment.refunded';
+
+/** Payload of `payment.refunded`: an amount of a captured payment given back. */
+export interface PaymentRefundedEvent {
+  paymentId: string;
+  refundId: string;
+  tenantId: string;
+  amount: number;
+  currency: string;
+  customerId: string;
+  refundedAt: string;
 }
 
 export interface DemoSwitches {
@@ -64,6 +79,34 @@ export class PaymentsService {
     if (demo.failStatus)
       throw new HttpException(`Demo failure (X-Demo-Fail: ${demo.failStatus})`, demo.failStatus);
     return payment;
+  }
+
+  /**
+   * A refund of a payment: its status becomes `refunded` and its `payment.refunded` event goes
+   * to the outbox in the ambient transaction, with the payment's partition key, so it follows the
+   * payment's `payment.captured` (and earlier refunds) in the same partition or queue. Each
+   * refund is at most the payment's amount (the demo keeps no running total).
+   */
+  async refund(id: string, dto: CreateRefundDto): Promise<PaymentRefundedEvent> {
+    const repo = this.txHost.tx.getRepository(Payment);
+    const payment = await repo.findOneBy({ id });
+    if (!payment) throw new NotFoundException(`Payment ${id} not found`);
+    if (dto.amount > payment.amount)
+      throw new BadRequestException(
+        `A refund is at most the payment's amount (${payment.amount} ${payment.currency})`,
+      );
+    await repo.update({ id }, { status: 'refunded' });
+    const event: PaymentRefundedEvent = {
+      paymentId: payment.id,
+      refundId: randomUUID(),
+      tenantId: payment.tenantId,
+      amount: dto.amount,
+      currency: payment.currency,
+      customerId: payment.customerId,
+      refundedAt: new Date().toISOString(),
+    };
+    await this.outbox.add({ type: PAYMENT_REFUNDED, partitionKey: payment.id, payload: event });
+    return event;
   }
 
   findOne(id: string): Promise<Payment | null> {

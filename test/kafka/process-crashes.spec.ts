@@ -19,9 +19,11 @@ import {
 } from './support/kafka-cluster';
 import {
   deadOutbox,
+  EVENTS_PER_PAYMENT,
+  expectAppliedInOrder,
   ledgerDuplicates,
   ledgerOf,
-  payTwice,
+  payWithRefunds,
   pendingOutbox,
 } from './support/payments';
 
@@ -29,11 +31,14 @@ import {
  * Processes SIGKILLed at the library's crash points (test/support/crash-on-channel.js) while
  * they relay to and consume from a 3-node Kafka cluster: a relay after Kafka acknowledged a
  * batch and before it marked it published; a ledger consumer in the middle of a fetched batch
- * (an entry written, its transaction not committed, the batch's offsets not committed). Every
- * payment ends with exactly one ledger entry. On PostgreSQL, and on SQL Server with MSSQL_URL.
+ * (an entry written, its transaction not committed, the batch's offsets not committed). Each
+ * payment has three events with its partition key (captured, then refunded twice); every event
+ * ends with exactly one ledger entry, each payment's applied in the order they were written.
+ * On PostgreSQL, and on SQL Server with MSSQL_URL.
  */
 const kinds = databaseKinds().filter((k) => k === 'postgres' || k === 'mssql');
 const PAYMENTS = 30;
+const EVENTS = PAYMENTS * EVENTS_PER_PAYMENT;
 
 describe.each(kinds)('Kafka: relay and consumer SIGKILLed (%s)', (kind) => {
   let db: TestDatabase;
@@ -60,6 +65,8 @@ describe.each(kinds)('Kafka: relay and consumer SIGKILLed (%s)', (kind) => {
     DB_URL: faultDbUrl(db.url),
     BROKER_URL: 'kafka://127.0.0.1:9092',
     BROKER_QUEUE: topic,
+    // A key's events are never published while an older one of the key is pending.
+    OUTBOX_ORDERED: 'true',
     ...env,
   });
   const spawn = async (topic: string, env: Record<string, string> = {}) => {
@@ -82,9 +89,10 @@ describe.each(kinds)('Kafka: relay and consumer SIGKILLed (%s)', (kind) => {
 
   const settled = async (url: string, payments: string[]) => {
     await eventually(
-      `a ledger entry for each of the ${payments.length} payments`,
+      `${EVENTS_PER_PAYMENT} ledger entries for each of the ${payments.length} payments`,
       async () => {
-        for (const id of payments) if ((await ledgerOf(url, id)).length === 0) return false;
+        for (const id of payments)
+          if ((await ledgerOf(url, id)).length < EVENTS_PER_PAYMENT) return false;
         return true;
       },
       60_000,
@@ -92,37 +100,38 @@ describe.each(kinds)('Kafka: relay and consumer SIGKILLed (%s)', (kind) => {
     );
     await eventually('an empty outbox', async () => (await pending(payments)) === 0, 30_000, 250);
     expect(await deadOutbox(ds)).toBe(0);
-    for (const id of payments) expect(await ledgerOf(url, id)).toHaveLength(1);
+    for (const id of payments) expectAppliedInOrder(await ledgerOf(url, id), id);
   };
 
   /**
-   * 30 payments, each sent twice with its key, written by a process whose relay is off and
-   * stopped afterwards: the outbox holds them all, unpublished, and no consumer is left.
+   * 30 payments, each sent twice with its key and refunded twice, written by a process whose
+   * relay is off and stopped afterwards: the outbox holds their 90 events, unpublished, and no
+   * consumer is left.
    */
   const writePayments = async (topic: string) => {
     const writer = await spawn(topic, { OUTBOX_RELAY_ENABLED: 'false' });
     const customerId = `kafka-${randomUUID().slice(0, 8)}`;
     const payments: string[] = [];
-    for (let i = 0; i < PAYMENTS; i++) payments.push(await payTwice(writer.url, customerId));
+    for (let i = 0; i < PAYMENTS; i++) payments.push(await payWithRefunds(writer.url, customerId));
     await writer.kill('SIGTERM');
-    expect(await pending(payments)).toBe(PAYMENTS);
+    expect(await pending(payments)).toBe(EVENTS);
     return payments;
   };
 
-  it('relay SIGKILLed after Kafka acknowledged, before marking: republished, applied once', async () => {
+  it('relay SIGKILLed after Kafka acknowledged, before marking: republished, applied once, each key in order', async () => {
     const topic = uniqueName('payments-relay-crash');
     await createTopic(topic, 3);
     try {
       const payments = await writePayments(topic);
-      // Its relay publishes the 30 messages, Kafka acknowledges, and it dies before marking them.
+      // Its relay publishes the 90 messages, Kafka acknowledges, and it dies before marking them.
       const output = await victim(topic, { EO_TEST_FAULTS: 'relay-after-publish@1' });
       expect(output).toContain('fault point relay-after-publish reached');
       expect(await recordsIn(topic)).toBeGreaterThan(0);
-      expect(await pending(payments)).toBe(PAYMENTS);
+      expect(await pending(payments)).toBe(EVENTS);
       // Another process's relay publishes them again once the lease lapsed.
       const survivor = await spawn(topic);
       await settled(survivor.url, payments);
-      expect(await recordsIn(topic)).toBeGreaterThan(PAYMENTS);
+      expect(await recordsIn(topic)).toBeGreaterThan(EVENTS);
     } finally {
       await deleteTopic(topic);
     }
@@ -132,13 +141,13 @@ describe.each(kinds)('Kafka: relay and consumer SIGKILLed (%s)', (kind) => {
     ['the inbox commits each offset (autoCommit: false)', 'false'],
     ['kafkajs autoCommit', 'true'],
   ])(
-    'consumer SIGKILLed mid-batch, %s: redelivered, the inbox skips what was applied',
+    'consumer SIGKILLed mid-batch, %s: redelivered, the inbox skips what was applied, each key in order',
     async (_, autoCommit) => {
       const topic = uniqueName('payments-consumer-crash');
       await createTopic(topic, 3);
       try {
         const payments = await writePayments(topic);
-        // Its relay publishes the 30 messages at once; its ledger (150 ms an entry) fetches them
+        // Its relay publishes the 90 messages at once; its ledger (150 ms an entry) fetches them
         // in batches of several records and dies on its 12th entry: entries of the batches in
         // progress committed in the database, their offsets not committed in Kafka.
         const output = await victim(topic, {

@@ -1,10 +1,20 @@
 import {
+  KafkaJSAggregateError,
   KafkaJSConnectionError,
   KafkaJSNonRetriableError,
   KafkaJSNumberOfRetriesExceeded,
   KafkaJSProtocolError,
+  KafkaJSRequestTimeoutError,
 } from 'kafkajs';
-import { isKafkaUnavailableError, KafkaBatchInFlightError, KafkaPublisher } from '../../lib';
+import {
+  isKafkaUnavailableError,
+  KafkaBatchInFlightError,
+  KafkaPartitionsUnacknowledgedError,
+  KafkaPublisher,
+} from '../../lib';
+import { publishWithin } from '../../lib/outbox/outbox-publish';
+import { isPublisherUnavailable } from '../../lib/outbox/outbox-unavailable';
+import { OutboxPublishTimeoutError } from '../../lib/outbox/outbox.errors';
 import type { KafkaClientLike, KafkaProducerLike, OutboxMessage } from '../../lib';
 
 const retries = { retryCount: 5, retryTime: 1000 };
@@ -170,6 +180,77 @@ describe('isKafkaUnavailableError', () => {
   });
 });
 
+/**
+ * The classification the relay applies to a failed Kafka publish (isPublisherUnavailable with a
+ * KafkaPublisher), on kafkajs' own error classes; protocol errors built by kafkajs from the
+ * broker's error codes (`createErrorFromCode`, what its decoders throw).
+ */
+describe('KafkaPublisher.isUnavailable: what counts as an attempt', () => {
+  const { createErrorFromCode } = require('kafkajs/src/protocol/error');
+  const code = (n: number): Error => createErrorFromCode(n);
+  const publisher = () => new KafkaPublisher({ kafka: fakeKafka().kafka, topic: 't' });
+  const exhausted = (e: Error) => new KafkaJSNumberOfRetriesExceeded(e, retries);
+
+  it.each([
+    ['a connection refused', new KafkaJSConnectionError('Connection error: ECONNREFUSED')],
+    [
+      'a connection closed',
+      new (require('kafkajs').KafkaJSConnectionClosedError)('Closed', { host: 'h', port: 1 }),
+    ],
+    ['a request time-out', new KafkaJSRequestTimeoutError('Request Produce(key: 0) timed out')],
+    ['LEADER_NOT_AVAILABLE (5)', code(5)],
+    ['NOT_LEADER_FOR_PARTITION (6)', code(6)],
+    ['REQUEST_TIMED_OUT (7)', code(7)],
+    ['NOT_ENOUGH_REPLICAS (19)', code(19)],
+    ['NOT_ENOUGH_REPLICAS_AFTER_APPEND (20)', code(20)],
+    ['OUT_OF_ORDER_SEQUENCE_NUMBER (45)', code(45)],
+    ['FENCED_LEADER_EPOCH (74)', code(74)],
+    ['retries exhausted on LEADER_NOT_AVAILABLE', exhausted(code(5))],
+    ['retries exhausted on a request time-out', exhausted(new KafkaJSRequestTimeoutError('t/o'))],
+    ['retries exhausted on a lost connection', exhausted(new KafkaJSConnectionError('lost'))],
+    [
+      'one broker of the batch without a leader (KafkaJSAggregateError)',
+      new KafkaJSAggregateError('2 errors', [code(10), exhausted(code(6))]),
+    ],
+  ])('%s: the cluster is unavailable, no attempt counted', (_, error) => {
+    expect(isKafkaUnavailableError(error)).toBe(true);
+    expect(isPublisherUnavailable(publisher(), error)).toBe(true);
+  });
+
+  it.each([
+    ['MESSAGE_TOO_LARGE (10)', code(10)],
+    ['RECORD_LIST_TOO_LARGE (18)', code(18)],
+    ['INVALID_TOPIC_EXCEPTION (17)', code(17)],
+    ['TOPIC_AUTHORIZATION_FAILED (29)', code(29)],
+    ['CORRUPT_MESSAGE (2)', code(2)],
+    ['INVALID_RECORD (87)', code(87)],
+    ['retries exhausted on UNKNOWN_TOPIC_OR_PARTITION (3)', exhausted(code(3))],
+    ['a non-retriable wrap of MESSAGE_TOO_LARGE', new KafkaJSNonRetriableError(code(10))],
+    ['an error of the app', new Error('boom')],
+  ])('%s: refused for the message, counts as an attempt', (_, error) => {
+    expect(isKafkaUnavailableError(error)).toBe(false);
+    expect(isPublisherUnavailable(publisher(), error)).toBe(false);
+  });
+
+  it("counts the relay's time-out as no attempt while the batch still waits for Kafka, and as one once it settled", async () => {
+    let settle!: (e?: Error) => void;
+    const { kafka, producer } = fakeKafka(
+      () =>
+        new Promise<unknown>((resolve, reject) => (settle = (e) => (e ? reject(e) : resolve([])))),
+    );
+    const p = new KafkaPublisher({ kafka, topic: 't' });
+    // The relay gives up after its publishTimeoutMs; kafkajs goes on retrying the leader election.
+    const [timedOut] = await publishWithin(p, [message('a')], 20);
+    expect(timedOut).toBeInstanceOf(OutboxPublishTimeoutError);
+    expect(isPublisherUnavailable(p, timedOut!)).toBe(true);
+    settle(code(10));
+    await new Promise((r) => setImmediate(r));
+    // A time-out with nothing of this publisher waiting is not the cluster's.
+    expect(isPublisherUnavailable(p, new OutboxPublishTimeoutError('t/o'))).toBe(false);
+    expect(producer.sendBatch).toHaveBeenCalledTimes(1);
+  });
+});
+
 describe('KafkaPublisher with a batch still unacknowledged', () => {
   it('refuses the next batch at once (nothing queued behind it) and takes batches again once it settled', async () => {
     let release!: () => void;
@@ -201,5 +282,50 @@ describe('KafkaPublisher after a failed send', () => {
     expect(configs).toHaveLength(2);
     expect(await p.publishBatch([message('b')])).toEqual([undefined]);
     expect(configs).toHaveLength(2);
+  });
+});
+
+describe('KafkaPublisher when kafkajs resolves without every partition acknowledged', () => {
+  /** A producer that partitions like kafkajs (through the configured partitioner) and answers with `acked`. */
+  function partitioningKafka(acked: (partitions: number[]) => number[]) {
+    const fake = fakeKafka();
+    fake.producer.sendBatch.mockImplementation(async (batch) => {
+      const partitioner = (fake.configs.at(-1)!.createPartitioner as () => any)();
+      const partitions = new Set<number>();
+      for (const { topic, messages } of batch.topicMessages)
+        for (const m of messages)
+          partitions.add(
+            partitioner({
+              topic,
+              message: m,
+              partitionMetadata: [0, 1, 2].map((p) => ({ partitionId: p, leader: p })),
+            }),
+          );
+      return acked([...partitions]).map((partition) => ({
+        topicName: 't',
+        partition,
+        errorCode: 0,
+      }));
+    });
+    return fake;
+  }
+  const keys = ['a', 'b', 'c', 'd', 'e', 'f'].map((k) => message(k, { partitionKey: `pay-${k}` }));
+
+  it('fails the batch (as an outage) when a partition it wrote to is missing from the acknowledgement', async () => {
+    const { kafka, configs } = partitioningKafka((ps) => ps.slice(1));
+    const p = new KafkaPublisher({ kafka, topic: 't' });
+    const outcomes = await p.publishBatch(keys);
+    expect(outcomes.every((o) => o instanceof KafkaPartitionsUnacknowledgedError)).toBe(true);
+    expect((outcomes[0] as KafkaPartitionsUnacknowledgedError).partitions).toHaveLength(1);
+    expect(isKafkaUnavailableError(outcomes[0])).toBe(true);
+    // The producer was replaced: the retried batch gets a new producer id.
+    await p.publishBatch(keys);
+    expect(configs).toHaveLength(2);
+  });
+
+  it('confirms the batch when every partition it wrote to is acknowledged', async () => {
+    const { kafka } = partitioningKafka((ps) => ps);
+    const p = new KafkaPublisher({ kafka, topic: 't' });
+    expect(await p.publishBatch(keys)).toEqual(keys.map(() => undefined));
   });
 });

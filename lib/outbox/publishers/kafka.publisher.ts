@@ -2,7 +2,13 @@ import type { OnApplicationShutdown } from '@nestjs/common';
 import { ExactlyOnceError } from '../../errors/exactly-once.error';
 import type { OutboxMessage } from '../outbox-message.interface';
 import type { OutboxPublisher } from '../outbox-publisher.interface';
-import { KAFKA_BATCH_IN_FLIGHT, KAFKA_OPTIONS_INVALID, MISSING_PACKAGE } from '../outbox.messages';
+import { OutboxPublishTimeoutError } from '../outbox.errors';
+import {
+  KAFKA_BATCH_IN_FLIGHT,
+  KAFKA_OPTIONS_INVALID,
+  KAFKA_PARTITIONS_UNACKNOWLEDGED,
+  MISSING_PACKAGE,
+} from '../outbox.messages';
 
 /** The part of a kafkajs `Producer` this publisher uses. */
 export interface KafkaProducerLike {
@@ -87,9 +93,26 @@ export class KafkaBatchInFlightError extends ExactlyOnceError {
   }
 }
 
+/**
+ * kafkajs resolved a `sendBatch` without an acknowledgement for some partitions the batch wrote
+ * to. kafkajs 2.2 retries a produce only to the brokers that have not answered yet: when a
+ * partition's leader dies mid-send and the partition moves to a broker that had already
+ * acknowledged its own partitions of the batch, the moved partition's records are never sent
+ * again, and `sendBatch` resolves all the same (seen on the 3-node cluster: acknowledged records
+ * missing from the log after a leader SIGKILL). The publisher compares the partitions its
+ * partitioner chose with those acknowledged and fails the batch; the relay retries it whole.
+ */
+export class KafkaPartitionsUnacknowledgedError extends Error {
+  override readonly name = 'KafkaPartitionsUnacknowledgedError';
+  constructor(readonly partitions: string[]) {
+    super(KAFKA_PARTITIONS_UNACKNOWLEDGED(partitions));
+  }
+}
+
 /** Errors (by class name) that say a broker or the cluster could not be reached. */
 const UNAVAILABLE_ERRORS = new Set([
   'KafkaBatchInFlightError',
+  'KafkaPartitionsUnacknowledgedError',
   'KafkaJSConnectionError',
   'KafkaJSConnectionClosedError',
   'KafkaJSRequestTimeoutError',
@@ -99,39 +122,72 @@ const UNAVAILABLE_ERRORS = new Set([
   'KafkaJSTopicMetadataNotLoaded',
   'KafkaJSGroupCoordinatorNotFound',
   'KafkaJSLockTimeout',
+  'KafkaJSTimeout',
+  'KafkaJSStaleTopicMetadataAssignment',
 ]);
 
-/** Kafka protocol error types that mean a leader or enough replicas are not there (yet). */
+/**
+ * Kafka protocol error types (kafkajs' `KafkaJSProtocolError.type`, and the Java client's names
+ * of the same codes) that mean a leader or enough replicas are not there (yet), a broker timed
+ * out, or the producer's session with the partition leader was lost in a failover (the next batch
+ * gets a new producer id): nothing the message did. A refusal of the message itself
+ * (`MESSAGE_TOO_LARGE`, `RECORD_LIST_TOO_LARGE`, `INVALID_TOPIC_EXCEPTION`, `INVALID_RECORD`,
+ * `CORRUPT_MESSAGE`, `TOPIC_AUTHORIZATION_FAILED`, `UNKNOWN_TOPIC_OR_PARTITION`, …) is not here:
+ * it counts as an attempt.
+ */
 const UNAVAILABLE_PROTOCOL_TYPES = new Set([
   'LEADER_NOT_AVAILABLE',
   'NOT_LEADER_FOR_PARTITION',
   'NOT_LEADER_OR_FOLLOWER',
+  'PREFERRED_LEADER_NOT_AVAILABLE',
+  'ELIGIBLE_LEADERS_NOT_AVAILABLE',
+  'FENCED_LEADER_EPOCH',
+  'UNKNOWN_LEADER_EPOCH',
   'BROKER_NOT_AVAILABLE',
   'REPLICA_NOT_AVAILABLE',
   'NOT_ENOUGH_REPLICAS',
   'NOT_ENOUGH_REPLICAS_AFTER_APPEND',
   'REQUEST_TIMED_OUT',
   'NETWORK_EXCEPTION',
+  'NOT_CONTROLLER',
   'COORDINATOR_NOT_AVAILABLE',
+  'GROUP_COORDINATOR_NOT_AVAILABLE',
   'NOT_COORDINATOR',
+  'NOT_COORDINATOR_FOR_GROUP',
   'COORDINATOR_LOAD_IN_PROGRESS',
+  'GROUP_LOAD_IN_PROGRESS',
   'KAFKA_STORAGE_ERROR',
+  'OUT_OF_ORDER_SEQUENCE_NUMBER',
+  'UNKNOWN_PRODUCER_ID',
 ]);
 
 /**
  * Whether an error of `KafkaPublisher` (kafkajs) says the cluster was unreachable or without a
  * leader / enough in-sync replicas (a transport outage, not a fault of the message): connection
- * errors, request timeouts, no broker or coordinator, and `KafkaJSNumberOfRetriesExceeded` /
- * `KafkaJSNonRetriableError` whose cause is one of these. Follows `cause` / `originalError`.
+ * errors, request timeouts, no broker or coordinator, a leader election or too few in-sync
+ * replicas, and `KafkaJSNumberOfRetriesExceeded` / `KafkaJSNonRetriableError` whose cause is one of
+ * these. Follows `cause` / `originalError` and the `errors` of a `KafkaJSAggregateError` (one per
+ * leader broker of a batch): one outage among them makes the whole an outage.
  */
 export function isKafkaUnavailableError(error: unknown): boolean {
   const seen = new Set<unknown>();
-  let e = error as { name?: unknown; type?: unknown; cause?: unknown; originalError?: unknown };
-  while (e && typeof e === 'object' && !seen.has(e)) {
+  const stack: unknown[] = [error];
+  while (stack.length) {
+    const e = stack.pop() as
+      | {
+          name?: unknown;
+          type?: unknown;
+          cause?: unknown;
+          originalError?: unknown;
+          errors?: unknown;
+        }
+      | undefined;
+    if (!e || typeof e !== 'object' || seen.has(e)) continue;
     seen.add(e);
     if (typeof e.name === 'string' && UNAVAILABLE_ERRORS.has(e.name)) return true;
     if (typeof e.type === 'string' && UNAVAILABLE_PROTOCOL_TYPES.has(e.type)) return true;
-    e = (e.cause ?? e.originalError) as typeof e;
+    stack.push(e.cause, e.originalError);
+    if (Array.isArray(e.errors)) stack.push(...e.errors);
   }
   return false;
 }
@@ -174,6 +230,8 @@ export class KafkaPublisher implements OutboxPublisher, OnApplicationShutdown {
   private connecting?: Promise<void>;
   private inFlight = false;
   private closed = false;
+  /** `topic:partition` of the records of the batch being sent (filled by the partitioner). */
+  private partitioned = new Set<string>();
 
   constructor(private readonly options: KafkaPublisherOptions) {
     if (!options || (!options.kafka && !options.brokers?.length))
@@ -189,11 +247,21 @@ export class KafkaPublisher implements OutboxPublisher, OnApplicationShutdown {
         clientId: options.clientId ?? 'outbox-relay',
         brokers: options.brokers,
       });
+    // The Java client's murmur2 partitioner by default (a key lands where Java producers put
+    // it), or the app's; wrapped to note the partitions of the batch being sent.
+    const createPartitioner = (options.producer?.createPartitioner ??
+      kafkajs.Partitioners.DefaultPartitioner) as () => (args: { topic: string }) => number;
     this.createProducer = () =>
       kafka.producer({
-        // The Java client's murmur2 partitioner: a key lands where Java producers put it.
-        createPartitioner: kafkajs.Partitioners.DefaultPartitioner,
         ...options.producer,
+        createPartitioner: () => {
+          const partitioner = createPartitioner();
+          return (args: { topic: string }) => {
+            const partition = partitioner(args);
+            this.partitioned.add(`${args.topic}:${partition}`);
+            return partition;
+          };
+        },
         idempotent: true,
         maxInFlightRequests: 1,
       });
@@ -224,14 +292,17 @@ export class KafkaPublisher implements OutboxPublisher, OnApplicationShutdown {
       return outcomes.map((o) => o ?? busy);
     }
     this.inFlight = true;
+    this.partitioned = new Set();
     let producer: KafkaProducerLike | undefined;
     try {
       producer = await this.connect();
-      await producer.sendBatch({
+      const acknowledged = await producer.sendBatch({
         topicMessages: [...topics].map(([topic, records]) => ({ topic, messages: records })),
         acks: -1,
         timeout: this.options.ackTimeoutMs ?? 30_000,
       });
+      const missing = this.unacknowledged(acknowledged);
+      if (missing.length) throw new KafkaPartitionsUnacknowledgedError(missing);
     } catch (e) {
       this.retire(producer);
       const error = e instanceof Error ? e : new Error(String(e));
@@ -245,10 +316,21 @@ export class KafkaPublisher implements OutboxPublisher, OnApplicationShutdown {
   /**
    * The cluster out of reach (connection lost, no leader or coordinator, too few in-sync
    * replicas, a request time-out, the previous batch still unacknowledged): the relay counts no
-   * attempt and backs off as a whole (see {@link isKafkaUnavailableError}).
+   * attempt and backs off as a whole (see {@link isKafkaUnavailableError}). So is the relay's
+   * own `OutboxPublishTimeoutError` while this publisher's batch is still waiting for Kafka
+   * (connecting, or its produce request not answered): kafkajs retries a leader election, a
+   * broker coming back or too few in-sync replicas inside `sendBatch`, on open connections, and
+   * the relay's `publishTimeoutMs` can run out first; a cluster restarting is no fault of the
+   * batch. What Kafka refuses for the message answers quickly with its own error, which counts.
+   * (A topic that does not exist, with auto-creation off, fails after kafkajs' retries, about
+   * 10 s by default: keep `publishTimeoutMs` above that for it to count.)
    */
   isUnavailable(error: Error): boolean {
-    return isKafkaUnavailableError(error);
+    if (isKafkaUnavailableError(error)) return true;
+    return (
+      this.inFlight &&
+      (error instanceof OutboxPublishTimeoutError || error?.name === 'OutboxPublishTimeoutError')
+    );
   }
 
   /** Nest lifecycle hook: disconnects the producer (`close()`), after the relay has stopped. */
@@ -286,6 +368,20 @@ export class KafkaPublisher implements OutboxPublisher, OnApplicationShutdown {
       headers: { ...m.headers },
       timestamp: String(m.createdAt.getTime()),
     };
+  }
+
+  /**
+   * Partitions the partitioner chose for the batch that kafkajs' result does not acknowledge
+   * (see {@link KafkaPartitionsUnacknowledgedError}).
+   */
+  private unacknowledged(result: unknown): string[] {
+    if (!this.partitioned.size) return [];
+    const acked = new Set(
+      (Array.isArray(result) ? result : []).map(
+        (r: { topicName?: string; partition?: number }) => `${r?.topicName}:${r?.partition}`,
+      ),
+    );
+    return [...this.partitioned].filter((p) => !acked.has(p)).sort();
   }
 
   /** The connected producer (a new one after a failure). */

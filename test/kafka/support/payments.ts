@@ -83,3 +83,64 @@ export async function ledgerDuplicates(url: string): Promise<number> {
     .find((l) => l.startsWith('inbox_duplicates') && l.includes('consumer="ledger"'));
   return line ? Number(line.trim().split(/\s+/).pop()) : 0;
 }
+
+/** The amounts of the refunds {@link payWithRefunds} makes, in order (the payment is 10 EUR). */
+export const REFUNDS = [1, 2];
+/** Events per payment of {@link payWithRefunds}: `payment.captured`, then each refund's `payment.refunded`. */
+export const EVENTS_PER_PAYMENT = 1 + REFUNDS.length;
+
+/** POST /payments/:id/refunds, sent twice with its key (a client retrying): the refund's id. */
+export async function refundTwice(url: string, paymentId: string, amount: number): Promise<string> {
+  const key = randomUUID();
+  const send = async () => {
+    const r = await fetch(`${url}/payments/${paymentId}/refunds`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': key },
+      body: JSON.stringify({ amount }),
+    });
+    return { status: r.status, body: (await r.json().catch(() => undefined)) as any };
+  };
+  const first = await send();
+  if (first.status !== 201)
+    throw new Error(
+      `POST /payments/${paymentId}/refunds: ${first.status} ${JSON.stringify(first.body)}`,
+    );
+  const again = await send();
+  if (again.status !== 201 || again.body.id !== first.body.id)
+    throw new Error(`the retry of refund ${key} was not replayed: ${again.status}`);
+  return first.body.id as string;
+}
+
+/**
+ * A payment sent twice with its key, then its refunds ({@link REFUNDS}) one after the other, each
+ * sent twice with its own key: {@link EVENTS_PER_PAYMENT} events with the payment's partition key,
+ * written by sequential transactions (insert order = commit order). The payment's id.
+ */
+export async function payWithRefunds(url: string, customerId: string): Promise<string> {
+  const id = await payTwice(url, customerId);
+  for (const amount of REFUNDS) await refundTwice(url, id, amount);
+  return id;
+}
+
+/**
+ * The payment's ledger, applied exactly once and in the order its events were written: one
+ * entry per event (a capture of 10, then a refund per amount of {@link REFUNDS}), and ordered by
+ * `position` (the entry's place among the payment's entries when the consumer applied it,
+ * 1, 2, 3…) they are the capture then the refunds as made. A redelivered older event applied
+ * after a newer one would show as an extra entry or a position out of place.
+ */
+export function expectAppliedInOrder(entries: any[], paymentId: string): void {
+  const applied = [...entries]
+    .sort((a, b) => a.position - b.position)
+    .map((e) => ({
+      paymentId: e.paymentId,
+      position: e.position,
+      entryType: e.entryType,
+      amount: e.amount,
+    }));
+  const written = [
+    { entryType: 'capture', amount: 10 },
+    ...REFUNDS.map((amount) => ({ entryType: 'refund', amount })),
+  ].map((e, i) => ({ paymentId, position: i + 1, ...e }));
+  expect(applied).toEqual(written);
+}
