@@ -354,7 +354,10 @@ export class CallGate {
         this.emit(call, 'mismatch', call.opts.mismatchStatus);
         return {
           kind: 'refused',
-          error: keyReused(call.opts.mismatchStatus, 'pattern or payload'),
+          error: keyReused(
+            call.opts.mismatchStatus,
+            call.context === 'graphql' ? 'field or arguments' : 'pattern or payload',
+          ),
         };
       case 'replay': {
         let value: unknown;
