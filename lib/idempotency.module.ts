@@ -23,6 +23,8 @@ import { CallGate } from './gate/call-gate';
 import { ExactlyOnceEvents } from './events/exactly-once.events';
 import { IdempotentRoutesExplorer } from './gate/idempotent-routes.explorer';
 import { RpcIdempotencyInterceptor } from './rpc/rpc-idempotency.interceptor';
+import { GraphqlIdempotencyInterceptor } from './graphql/graphql-idempotency.interceptor';
+import { IdempotentResolversExplorer } from './graphql/idempotent-resolvers.explorer';
 import { InboxInterceptor } from './inbox/inbox.interceptor';
 import { InboxService } from './inbox/inbox.service';
 import { IdempotencyAdminService } from './maintenance/admin.service';
@@ -83,6 +85,7 @@ const INTERNAL_PROVIDERS = [
   ReplayCache,
   OutboxGaugesObserver,
   IdempotentRoutesExplorer,
+  IdempotentResolversExplorer,
   OutboxWakeSignal,
   OutboxPublisherCheck,
   OutboxHandlersExplorer,
@@ -104,7 +107,7 @@ const INTERNAL_PROVIDERS = [
  * Internal, yet exported from the module: the context adapters that `@Idempotent()`'s interceptor
  * (created in the app's modules) hands non-HTTP calls to.
  */
-const ADAPTER_PROVIDERS = [CallGate, RpcIdempotencyInterceptor];
+const ADAPTER_PROVIDERS = [CallGate, RpcIdempotencyInterceptor, GraphqlIdempotencyInterceptor];
 
 /** Providers of every feature, wired once for forRoot and forRootAsync. */
 const FEATURE_PROVIDERS: Provider[] = [

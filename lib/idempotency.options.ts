@@ -44,6 +44,7 @@ export {
   type IdempotencyEvent,
   type IdempotencyMode,
   type IdempotencyRequest,
+  type IdempotentGraphqlRequest,
   type IdempotentRpcRequest,
   type InProgressPolicy,
   type KeyFrom,

@@ -22,6 +22,7 @@ export {
   type ContextResolver,
   type IdempotencyContextType,
   type IdempotentRpcRequest,
+  type IdempotentGraphqlRequest,
   type KeyFrom,
   type IdempotencyEvent,
   type IdempotencyEndpointOptions,

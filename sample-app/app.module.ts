@@ -25,6 +25,8 @@ import { CustomersService } from './customers/customers.service';
 import { Payment } from './payments/payment.entity';
 import { PaymentsController } from './payments/payments.controller';
 import { PaymentsRpcController } from './payments/payments.rpc-controller';
+import { PaymentsResolver } from './payments/payments.resolver';
+import { graphqlModuleFor } from './graphql/graphql.config';
 import { PaymentsService } from './payments/payments.service';
 import { LedgerEntry } from './ledger/ledger-entry.entity';
 import { LedgerModule } from './ledger/ledger.module';
@@ -40,12 +42,16 @@ import {
 
 export interface SampleAppConfig {
   dbUrl?: string;
+  /** Which GraphQL driver serves `POST /graphql`: Apollo (express) or Mercurius (fastify). */
+  platform?: 'express' | 'fastify';
 }
 
 @Module({})
 export class AppModule {
   static register(config: SampleAppConfig = {}): DynamicModule {
     const db = databaseOptionsFromUrl(config.dbUrl ?? process.env.DB_URL ?? DEFAULT_DB_URL);
+    const platform =
+      config.platform ?? (process.env.HTTP_PLATFORM === 'fastify' ? 'fastify' : 'express');
     return {
       module: AppModule,
       imports: [
@@ -127,9 +133,11 @@ export class AppModule {
         MessagingModule.forRoot(),
         LedgerModule,
         NotificationsModule,
+        // POST /graphql: mutation createPayment, guarded like POST /payments.
+        graphqlModuleFor(platform),
       ],
       controllers: [PaymentsController, PaymentsRpcController, CustomersController],
-      providers: [PaymentsService, CustomersService],
+      providers: [PaymentsService, CustomersService, PaymentsResolver],
     };
   }
 }

@@ -27,7 +27,7 @@ export async function createSampleApp(
   installTelemetry();
   // Traces only when OTEL_TRACES_EXPORTER says so (see ops/tracing.ts).
   installTracing();
-  const module = AppModule.register({ dbUrl: options.dbUrl });
+  const module = AppModule.register({ dbUrl: options.dbUrl, platform });
   const app =
     platform === 'fastify'
       ? await NestFactory.create(module, await fastifyAdapter(), {

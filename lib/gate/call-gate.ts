@@ -53,6 +53,18 @@ export interface GuardedCall {
   ledger: LedgerRequest;
   /** What `onEvent` is told as the request. */
   request: unknown;
+  /**
+   * An error the handler threw that is an answer to store and replay (GraphQL: a 4xx), as the
+   * JSON the adapter rebuilds it from; undefined for an error that releases the key (the RPC
+   * adapter stores none). The handler's writes roll back either way.
+   */
+  storableError?: (error: unknown) => StoredError | undefined;
+}
+
+/** A thrown answer to store: its status (4xx) and the JSON the adapter rebuilds it from. */
+export interface StoredError {
+  status: number;
+  body: unknown;
 }
 
 /**
@@ -63,12 +75,16 @@ export interface GuardedCall {
  */
 export type CallOutcome =
   | { kind: 'executed'; value: unknown }
-  | { kind: 'replayed'; value: unknown }
+  | { kind: 'replayed'; value: unknown; status: number }
   | { kind: 'refused'; error: ProblemException };
 
 /** The handler threw: its error goes back to the caller unchanged, after the rollback. */
 class HandlerFailed {
-  constructor(readonly error: unknown) {}
+  constructor(
+    readonly error: unknown,
+    /** The error as an answer to store (after the rollback), when the adapter says it is one. */
+    readonly stored?: StoredError,
+  ) {}
 }
 
 /** The completion found the record no longer ours (lease taken over), or a committed record first. */
@@ -217,6 +233,18 @@ export class CallGate {
         })
         .finally(() => keeper?.stop());
     } catch (e) {
+      if (e instanceof HandlerFailed && e.stored) {
+        // A thrown 4xx: its writes rolled back, the answer completes our reservation.
+        const stored = e.stored;
+        await this.db
+          .withoutTransaction(() =>
+            this.ledger.complete(reservation, this.encodeError(call, stored), {
+              ttlMs: call.opts.ttl,
+            }),
+          )
+          .catch((err) => this.log('warn', 'store-4xx-failed', call, { error: errorText(err) }));
+        throw e.error;
+      }
       if (!(e instanceof Superseded)) {
         await this.ledger
           .release(reservation)
@@ -240,7 +268,7 @@ export class CallGate {
     try {
       value = await handler();
     } catch (e) {
-      throw new HandlerFailed(e);
+      throw new HandlerFailed(e, call.storableError?.(e));
     }
     this.db.strayWrites.end(watch);
     return value;
@@ -267,6 +295,36 @@ export class CallGate {
       sealingOf(this.options.encryption, call.ledger),
     );
     return { status, headers: encoded.headers, body: encoded.body };
+  }
+
+  /** A thrown 4xx as stored: its status and its JSON. */
+  private encodeError(call: GuardedCall, stored: StoredError) {
+    const body = Buffer.from(JSON.stringify(stored.body ?? null));
+    const encoded = encodeSnapshot(
+      { status: stored.status, headers: [], body },
+      sealingOf(this.options.encryption, call.ledger),
+    );
+    return { status: stored.status, headers: encoded.headers, body: encoded.body };
+  }
+
+  /**
+   * Transactional mode: a thrown 4xx is stored after its transaction rolled back (the reservation
+   * went with it), by reserving the key again in a short transaction of its own and completing it
+   * there. A key meanwhile taken by another attempt keeps that attempt's record; a failure to
+   * store leaves the key free (a retry runs again).
+   */
+  private async storeErrorAfterRollback(call: GuardedCall, stored: StoredError): Promise<void> {
+    try {
+      await this.db.inTransaction(async () => {
+        const again = await this.ledger.reserve(call.ledger);
+        if (again.kind !== 'reserved') return;
+        const answer = this.encodeError(call, stored);
+        if (!(await this.ledger.complete(again.reservation, answer, { ttlMs: call.opts.ttl })))
+          throw new Error('reserved record vanished');
+      });
+    } catch (e) {
+      this.log('warn', 'store-4xx-failed', call, { error: errorText(e) });
+    }
   }
 
   private reserved(call: GuardedCall, d: Extract<LedgerDecision, { kind: 'reserved' }>): void {
@@ -298,7 +356,10 @@ export class CallGate {
         this.emit(call, 'mismatch', call.opts.mismatchStatus);
         return {
           kind: 'refused',
-          error: keyReused(call.opts.mismatchStatus, 'pattern or payload'),
+          error: keyReused(
+            call.opts.mismatchStatus,
+            call.context === 'graphql' ? 'field or arguments' : 'pattern or payload',
+          ),
         };
       case 'replay': {
         let value: unknown;
@@ -320,14 +381,18 @@ export class CallGate {
         this.metrics.idempotencyReplayed.add(1);
         this.log('debug', 'replay', call);
         this.emit(call, 'replayed', d.answer.status);
-        return { kind: 'replayed', value };
+        return { kind: 'replayed', value, status: d.answer.status };
       }
     }
   }
 
   /** After the transaction threw: the handler's error, or what the failure means for the caller. */
   private async failed(call: GuardedCall, e: unknown): Promise<CallOutcome> {
-    if (e instanceof HandlerFailed) throw e.error;
+    if (e instanceof HandlerFailed) {
+      if (e.stored && call.opts.mode === 'transactional')
+        await this.storeErrorAfterRollback(call, e.stored);
+      throw e.error;
+    }
     if (e instanceof Unstorable) return { kind: 'refused', error: e.error };
     if (e instanceof Superseded) {
       if (!e.raced) {

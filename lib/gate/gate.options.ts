@@ -74,7 +74,7 @@ export interface IdempotencyRequest {
  * The kind of Nest execution context a guarded call comes from. Records are scoped by it: an HTTP
  * key never answers an RPC request.
  */
-export type IdempotencyContextType = 'http' | 'rpc';
+export type IdempotencyContextType = 'http' | 'rpc' | 'graphql';
 
 /**
  * What a microservice handler (`@MessagePattern`) guarded by `@Idempotent()` is, for `keyFrom`,
@@ -96,8 +96,37 @@ export interface IdempotentRpcRequest<TData = any, TContext = any> extends Idemp
 }
 
 /**
+ * What a GraphQL mutation field guarded by `@Idempotent()` is, for `keyFrom`, `tenantResolver`,
+ * `principalResolver` and `skip`: its arguments, the GraphQL context, the resolve info, and the
+ * HTTP request the operation came in (whose headers are `headers`, so a resolver written for HTTP
+ * reads the same tenant header here).
+ */
+export interface IdempotentGraphqlRequest<TArgs = any, TContext = any> extends IdempotencyRequest {
+  /** `GRAPHQL`, so that a resolver written for HTTP requests reads no HTTP method. */
+  readonly method: 'GRAPHQL';
+  /** The field's response path (`createPayment`, or its alias): what the scope names. */
+  readonly url: string;
+  /** The HTTP request's headers (empty when the operation did not come over HTTP). */
+  readonly headers: IncomingHttpHeaders;
+  /** The field's arguments (also `args`). */
+  readonly body: TArgs;
+  args: TArgs;
+  /** The GraphQL context (`{ req }` by default with Apollo and Mercurius). */
+  context: TContext;
+  /** The field's GraphQLResolveInfo. */
+  info: any;
+  /** `Mutation.<field name>`: what the fingerprint names. */
+  field: string;
+  /** The field's response path, aliases included. */
+  path: string;
+  /** The HTTP request (Express' or Fastify's), when there is one. */
+  req: any;
+}
+
+/**
  * Resolves the tenant or the principal of a guarded call. `request` is the framework's request
- * object for `http`, an {@link IdempotentRpcRequest} for `rpc` (which is an `IdempotencyRequest`
+ * object for `http`, an {@link IdempotentGraphqlRequest} for `graphql` (the HTTP request's
+ * headers, method `GRAPHQL`), an {@link IdempotentRpcRequest} for `rpc` (which is an `IdempotencyRequest`
  * too: method `RPC`, no HTTP headers, so a resolver written for HTTP reads nothing there rather
  * than throwing). A resolver may declare the platform's request type (checked bivariantly).
  */
@@ -111,7 +140,8 @@ export type ContextResolver = {
 /**
  * The key of a microservice request read from its payload or its transport context, for
  * transports without headers (TCP, Redis) or keys carried elsewhere:
- * `keyFrom: (data) => data.requestId`. Undefined/null/'' means "no key" (400 when `required`).
+ * `keyFrom: (data) => data.requestId`; of a GraphQL mutation field from its arguments and the
+ * GraphQL context: `keyFrom: (args) => args.input.requestId`. Undefined/null/'' means "no key" (400 when `required`).
  */
 export type KeyFrom<TData = any, TContext = any> = (
   data: TData,
@@ -194,6 +224,7 @@ export interface IdempotencyEndpointOptions<TRequest = any> {
   /**
    * Microservice handlers (`@MessagePattern`): takes the key from the payload or the transport's
    * context instead of the transport's `headerName` header (which TCP and Redis do not have).
+   * GraphQL mutations: `keyFrom(args, context)` instead of the HTTP request's header.
    * Not read on HTTP routes (use `keyResolver` there; an HTTP route with `keyFrom` fails at boot).
    */
   keyFrom?: KeyFrom;

@@ -25,3 +25,8 @@ export const IDEMPOTENT_ON_EVENT = (where: string) =>
   `@Idempotent() on ${where}: an @EventPattern() handler sends no reply to store. De-duplicate events with @IdempotentConsumer() (the inbox), or make it a @MessagePattern() request.`;
 export const KEY_FROM_ON_HTTP_ROUTE = (where: string) =>
   `@Idempotent() on ${where}: keyFrom(data, context) is for microservice handlers (@MessagePattern()). On an HTTP route use keyResolver: (req) => …`;
+
+export const IDEMPOTENT_ON_GRAPHQL_READ = (where: string, kind: string) =>
+  `@Idempotent() on ${where}: a GraphQL ${kind} has no effect to make exactly once, and its result is not stored. Put @Idempotent() on a @Mutation() resolver, or take it off this one.`;
+export const KEY_RESOLVER_ON_GRAPHQL = (where: string) =>
+  `@Idempotent() on ${where}: keyResolver(req) is for HTTP routes. On a GraphQL mutation use keyFrom: (args, context) => … (or the HTTP request's Idempotency-Key header, the default).`;

@@ -31,13 +31,13 @@ export function routeOfScope(scope: string): string {
 
 /**
  * The scope of a call from a context other than HTTP: tenant + principal + `<context>:<subject>`
- * (`rpc:payments.create`). An HTTP scope's third part is `METHOD route`, and an HTTP method
+ * (`rpc:payments.create`, `graphql:createPayment`). An HTTP scope's third part is `METHOD route`, and an HTTP method
  * cannot contain `:`, so no HTTP request shares a scope (and a record) with another context.
  */
 export function buildContextScope(
   tenant: string,
   principal: string,
-  context: 'rpc',
+  context: 'rpc' | 'graphql',
   subject: string,
 ): string {
   return bounded(

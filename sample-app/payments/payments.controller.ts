@@ -28,7 +28,7 @@ export function toJson(p: Payment) {
   };
 }
 
-function demoSwitches(delay?: string, fail?: string) {
+export function demoSwitches(delay?: string, fail?: string) {
   let delayMs = 0;
   if (delay !== undefined) {
     delayMs = Number(delay);

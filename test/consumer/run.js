@@ -13,7 +13,7 @@
  * `consumer:migrate` lines (build, the library's migrations, the user's own migration generated
  * with `typeorm migration:generate`, which must hold the user's tables and nothing of the
  * library's, run), starts the app and checks: a replay, a 422 for another payload under the same
- * key, each payment's outbox event published to RabbitMQ and consumed once through the inbox,
+ * key, the tutorial's GraphQL mutation (the same id on a retry, IDEMPOTENCY_KEY_REUSED), each payment's outbox event published to RabbitMQ and consumed once through the inbox,
  * duplicate deliveries skipped, a clean SIGTERM shutdown, and 0 messages left in the queue once
  * the consumer is gone (every delivery was acknowledged: an unacknowledged one returns to the
  * queue when its channel closes). SQL Server runs on a throw-away Babelfish cluster started from
@@ -632,6 +632,36 @@ async function scenario(target, kind, babelfish) {
       `422 problem type (got ${problem.type})`,
     );
     log(`${label}: 422 ok`);
+
+    // The tutorial's GraphQL mutation (step 7b): a retry gets the same payment, another amount
+    // under the key an IDEMPOTENCY_KEY_REUSED error.
+    const mutate = async (gqlKey, amount) => {
+      const r = await fetch(`${p.url}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'idempotency-key': gqlKey },
+        body: JSON.stringify({
+          query: 'mutation($i: CreatePaymentInput!) { createPayment(input: $i) { id amount } }',
+          variables: { i: { customerId: 'cus_gql', amount } },
+        }),
+      });
+      return { body: await r.json(), replayed: r.headers.get('idempotency-replayed') };
+    };
+    const gqlKey = randomUUID();
+    const g1 = await mutate(gqlKey, 990);
+    check(!g1.body.errors, `the mutation answers (got ${JSON.stringify(g1.body)})`);
+    const g2 = await mutate(gqlKey, 990);
+    check(
+      g2.body.data?.createPayment?.id === g1.body.data.createPayment.id,
+      'the mutation retried gives the same payment id',
+    );
+    check(g2.replayed === 'true', 'the mutation retried says Idempotency-Replayed: true');
+    const g3 = await mutate(gqlKey, 991);
+    check(
+      g3.body.errors?.[0]?.extensions?.code === 'IDEMPOTENCY_KEY_REUSED' &&
+        g3.body.errors[0].extensions.status === 422,
+      `another amount under the key: IDEMPOTENCY_KEY_REUSED, 422 (got ${JSON.stringify(g3.body)})`,
+    );
+    log(`${label}: GraphQL mutation replay and reuse ok`);
 
     // More payments, each one event through outbox → RabbitMQ → inbox → one ledger entry.
     const payments = [JSON.parse(firstBody)];

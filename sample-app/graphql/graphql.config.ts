@@ -1,0 +1,19 @@
+import type { DynamicModule } from '@nestjs/common';
+
+/**
+ * `POST /graphql` (code-first, schema in memory): Apollo on Express, Mercurius on Fastify
+ * (HTTP_PLATFORM=fastify). Each driver is loaded only on its platform.
+ */
+export function graphqlModuleFor(platform: 'express' | 'fastify'): DynamicModule {
+  const { GraphQLModule } = require('@nestjs/graphql') as typeof import('@nestjs/graphql');
+  if (platform === 'fastify') {
+    const { MercuriusDriver } = require('@nestjs/mercurius') as typeof import('@nestjs/mercurius');
+    return GraphQLModule.forRoot({
+      driver: MercuriusDriver,
+      autoSchemaFile: true,
+      graphiql: false,
+    });
+  }
+  const { ApolloDriver } = require('@nestjs/apollo') as typeof import('@nestjs/apollo');
+  return GraphQLModule.forRoot({ driver: ApolloDriver, autoSchemaFile: true, playground: false });
+}
