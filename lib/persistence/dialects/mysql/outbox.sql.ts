@@ -1,3 +1,4 @@
+import { fillKeyLockSlots } from '../portable/key-lock-slots.sql';
 import type { OutboxSql } from '../contracts/outbox.contract';
 import type { QuotedTables } from '../dialect';
 import { orderedClause, portableOutboxSql } from '../portable/outbox.sql';
@@ -30,6 +31,7 @@ export function mysqlOutboxSql(t: QuotedTables): OutboxSql {
       chunk: 1000,
       seq: (s) => s,
     }),
+    fillKeyLockSlots: (exec) => fillKeyLockSlots(exec, t.outboxKeyLocks),
     async lockKeySlots(exec, slots) {
       if (!slots.length) return;
       // Record locks by primary key, taken in index (slot) order.

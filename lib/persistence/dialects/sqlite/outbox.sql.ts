@@ -1,3 +1,4 @@
+import { fillKeyLockSlots } from '../portable/key-lock-slots.sql';
 import type { OutboxSql } from '../contracts/outbox.contract';
 import type { QuotedTables } from '../dialect';
 import { orderedClause, portableOutboxSql } from '../portable/outbox.sql';
@@ -21,6 +22,7 @@ export function sqliteOutboxSql(t: QuotedTables): OutboxSql {
       chunk: 500,
       seq: Number,
     }),
+    fillKeyLockSlots: (exec) => fillKeyLockSlots(exec, t.outboxKeyLocks),
     async lockKeySlots() {
       // One writer: a transaction that writes holds the database until it ends.
     },
