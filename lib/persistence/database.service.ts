@@ -95,6 +95,8 @@ export class DatabaseService implements OnModuleInit, OnApplicationShutdown {
       schema: this.options.schema,
       tables: this.options.tables,
     });
+    // The outbox's key-lock slots (ordered mode): a table created by `synchronize` is empty.
+    if (!this._dialect.singleWriter) await this._dialect.outbox.fillKeyLockSlots(this.autocommit());
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -322,7 +322,7 @@ describe.each(databaseKinds())('schema drift on %s', (kind) => {
       entities: getIdempotencyEntities(options),
       migrations: getIdempotencyMigrations(),
     } as DataSourceOptions);
-    expect(twice.entities).toHaveLength(3);
+    expect(twice.entities).toHaveLength(4);
     expect(twice.migrations).toHaveLength(getIdempotencyMigrations().length);
   });
 });
@@ -369,7 +369,7 @@ describe('withExactlyOnce() and getIdempotencyEntities() without a usable type',
       (options.entities as Array<{ options?: { tableName?: string } }>).map(
         (e) => e.options?.tableName,
       ),
-    ).toEqual([undefined, 'idempotency_records', 'inbox_messages', 'events']);
+    ).toEqual([undefined, 'idempotency_records', 'inbox_messages', 'events', 'events_key_locks']);
     expect((options.migrations as Array<{ name: string }>).map((m) => m.name)).toEqual([
       'AppMigration1700000000000',
       ...getIdempotencyMigrations().map((m) => m.name),

@@ -11,7 +11,7 @@ describe('outbox module options', () => {
       maxAttempts: 10,
       backoffBaseMs: 1000,
       backoffMaxMs: 300_000,
-      ordered: false,
+      ordered: true,
       requireTransaction: true,
       wakeOnCommit: true,
       publishTimeoutMs: 10_000,

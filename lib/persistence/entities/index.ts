@@ -1,10 +1,11 @@
 import type { EntitySchema } from 'typeorm';
 import { DEFAULT_OPTIONS } from '../../idempotency-options.resolver';
-import { dialectNameOf } from '../dialects';
+import { dialectNameOf, outboxKeyLocksName } from '../dialects';
 import type { DialectName, TableNaming } from '../dialects';
 import { TYPE_MISSING, TYPE_UNSUPPORTED } from './entities.messages';
 import { idempotencyRecordEntity } from './idempotency-record.entity';
 import { inboxMessageEntity } from './inbox-message.entity';
+import { outboxKeyLockEntity } from './outbox-key-lock.entity';
 import { outboxRecordEntity } from './outbox-record.entity';
 
 export type { IdempotencyRecord } from './idempotency-record.entity';
@@ -61,6 +62,7 @@ export function getIdempotencyEntities(
     idempotencyRecordEntity(db, tables.idempotency, names.schema),
     inboxMessageEntity(db, tables.inbox, names.schema),
     outboxRecordEntity(db, tables.outbox, names.schema),
+    outboxKeyLockEntity(db, outboxKeyLocksName(tables.outbox), names.schema),
   ];
   for (const entity of entities)
     Object.defineProperty(entity, ENTITY_DIALECT, { value: db, enumerable: false });

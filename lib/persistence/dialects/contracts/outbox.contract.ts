@@ -132,6 +132,8 @@ export interface OutboxSql {
    * sequence order is its transactions' commit order. SQLite (one writer): nothing to do.
    */
   lockKeySlots(exec: SqlExecutor, slots: readonly number[]): Promise<void>;
+  /** Inserts the key-lock slots missing from their table (one created by `synchronize`). */
+  fillKeyLockSlots(exec: SqlExecutor): Promise<void>;
   /**
    * Atomically leases up to `limit` of the oldest pending, due, unleased rows to `owner` and
    * returns them (in sequence order). Safe with many relays on one database: rows another

@@ -1,3 +1,4 @@
+import { fillKeyLockSlots } from '../portable/key-lock-slots.sql';
 import type { OutboxSql } from '../contracts/outbox.contract';
 import type { QuotedTables } from '../dialect';
 import {
@@ -74,6 +75,7 @@ export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
         );
       }
     },
+    fillKeyLockSlots: (exec) => fillKeyLockSlots(exec, t.outboxKeyLocks),
     async lockKeySlots(exec, slots) {
       if (!slots.length) return;
       // One UPDATE per slot, in slot order, in one batch: each takes the slot row's X lock to

@@ -1,3 +1,4 @@
+import { fillKeyLockSlots } from '../portable/key-lock-slots.sql';
 import type { OutboxSql } from '../contracts/outbox.contract';
 import type { QuotedTables } from '../dialect';
 import { orderedClause, portableOutboxSql, routeClause, utcText } from '../portable/outbox.sql';
@@ -36,6 +37,7 @@ export function mysqlOutboxSql(t: QuotedTables): OutboxSql {
         contains: (c, m) => `LOCATE(LOWER(${m}), LOWER(${c})) > 0`,
       },
     }),
+    fillKeyLockSlots: (exec) => fillKeyLockSlots(exec, t.outboxKeyLocks),
     async lockKeySlots(exec, slots) {
       if (!slots.length) return;
       // Record locks by primary key, taken in index (slot) order.

@@ -79,7 +79,7 @@ export interface PortableOutboxOptions {
   deadFilter: DeadFilterSpelling;
 }
 
-type PortableOutbox = Omit<OutboxSql, 'claim' | 'lockKeySlots'>;
+type PortableOutbox = Omit<OutboxSql, 'claim' | 'lockKeySlots' | 'fillKeyLockSlots'>;
 
 /** A row's delay as bound: whole non-negative milliseconds. */
 export const delayOf = (r: OutboxInsert): number => Math.max(0, Math.floor(r.delayMs));

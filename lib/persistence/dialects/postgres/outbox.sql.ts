@@ -1,3 +1,4 @@
+import { fillKeyLockSlots } from '../portable/key-lock-slots.sql';
 import type { OutboxSql } from '../contracts/outbox.contract';
 import type { QuotedTables } from '../dialect';
 import { orderedClause, routeClause, portableOutboxSql } from '../portable/outbox.sql';
@@ -62,6 +63,7 @@ export function postgresOutboxSql(t: QuotedTables): OutboxSql {
       );
       return rows.map(mapOutboxRow).sort(bySeq);
     },
+    fillKeyLockSlots: (exec) => fillKeyLockSlots(exec, t.outboxKeyLocks),
     async lockKeySlots(exec, slots) {
       if (!slots.length) return;
       // FOR UPDATE after ORDER BY: the rows are locked in slot order.

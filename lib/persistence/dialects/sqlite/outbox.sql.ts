@@ -1,3 +1,4 @@
+import { fillKeyLockSlots } from '../portable/key-lock-slots.sql';
 import type { OutboxSql } from '../contracts/outbox.contract';
 import type { QuotedTables } from '../dialect';
 import { orderedClause, portableOutboxSql, routeClause, utcText } from '../portable/outbox.sql';
@@ -27,6 +28,7 @@ export function sqliteOutboxSql(t: QuotedTables): OutboxSql {
         contains: (c, m) => `instr(lower(${c}), lower(${m})) > 0`,
       },
     }),
+    fillKeyLockSlots: (exec) => fillKeyLockSlots(exec, t.outboxKeyLocks),
     async lockKeySlots() {
       // One writer: a transaction that writes holds the database until it ends.
     },

@@ -1,0 +1,36 @@
+import { EntitySchema } from 'typeorm';
+import type { DialectName } from '../dialects';
+import { constraintName } from './column-types';
+
+/** A key-lock slot of the outbox (see OutboxSql.lockKeySlots). */
+export interface OutboxKeyLock {
+  slot: number;
+  n: string;
+}
+
+/**
+ * The outbox's key-lock slots (`<outbox>_key_locks`) as the CreateOutboxKeyLocks migration
+ * creates them on `db`. `synchronize` creates the table empty; the library fills in its slots at
+ * boot (DatabaseService), as the migration does.
+ */
+export function outboxKeyLockEntity(
+  db: DialectName,
+  table: string,
+  schema?: string,
+): EntitySchema<OutboxKeyLock> {
+  // PostgreSQL, SQL Server: the migration names the primary key (SQLite, MySQL: no name).
+  const pk = db === 'postgres' || db === 'mssql' ? constraintName(db, 'pk')(table) : undefined;
+  return new EntitySchema<OutboxKeyLock>({
+    name: 'OutboxKeyLock',
+    tableName: table,
+    schema: db === 'sqlite' ? undefined : schema,
+    columns: {
+      slot: {
+        type: db === 'sqlite' ? 'integer' : 'int',
+        primary: true,
+        ...(pk ? { primaryKeyConstraintName: pk } : {}),
+      },
+      n: { type: 'bigint' },
+    },
+  });
+}
