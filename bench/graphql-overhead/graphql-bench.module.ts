@@ -14,14 +14,16 @@ import {
 import { TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Idempotent } from '../../lib';
+import { CreatePaymentDto } from '../../sample-app/payments/create-payment.dto';
 import { BenchAppModule } from '../http-overhead/bench-app.module';
 import { BenchPaymentsService } from '../http-overhead/bench-payments.service';
 
+/** The REST route's body (its checks too: the global ValidationPipe whitelists decorated fields). */
 @InputType()
-class BenchPaymentInput {
-  @Field(() => Float) amount!: number;
-  @Field() currency!: string;
-  @Field() customerId!: string;
+class BenchPaymentInput extends CreatePaymentDto {
+  @Field(() => Float) declare amount: number;
+  @Field() declare currency: string;
+  @Field() declare customerId: string;
 }
 
 @ObjectType('Payment')

@@ -200,7 +200,7 @@ async function benchDatabase(
       pools[s.id] = pool;
     }
     const headersFor = (s: Scenario) => {
-      if (s.keys === 'none') return undefined;
+      if (s.keys === 'none') return () => ({});
       if (s.keys === 'fresh') return () => ({ 'idempotency-key': freshKey() });
       const pool = pools[s.id];
       let i = 0;

@@ -418,7 +418,9 @@ async function startApp(app, env) {
     await eventually('the app to listen', async () => {
       if (child.exitCode !== null) throw new Error('exited');
       return (await fetch(`${url}/payments/${randomUUID()}`)).status === 404;
-    });
+      // 90 s: the app builds its GraphQL schema at boot, and on a loaded 2-core machine the
+      // ESM Nest 12 app took more than the former 30 s to listen.
+    }, 90_000);
   } catch (e) {
     child.kill('SIGKILL');
     throw new Error(`${e.message}; app output:\n${out}`);
