@@ -86,4 +86,5 @@ export const ADMIN_FILTER_BAD_TIME = (name: string, value: string) =>
 
 export const ADMIN_FILTER_BAD_RANGE = 'failedAfter must be before failedBefore.';
 
-export const ADMIN_FILTER_BAD_ALL = (value: string) => `all must be true when given; got "${value}".`;
+export const ADMIN_FILTER_BAD_ALL = (value: string) =>
+  `all must be true when given; got "${value}".`;

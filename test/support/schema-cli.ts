@@ -42,7 +42,18 @@ export async function runSchemaScript(ds: DataSource, script: string): Promise<v
     await ds.query(script);
   } else {
     for (const statement of script.split(/;[ \t]*$/m)) {
-      if (withoutComments(statement).trim()) await ds.query(statement);
+      if (!withoutComments(statement).trim()) continue;
+      try {
+        await ds.query(statement);
+      } catch (e) {
+        // The sqlite3 shell reports a failed statement and goes on (no -bail): SQLite has no
+        // ADD COLUMN IF NOT EXISTS, so a second run meets the columns a first run added.
+        const again =
+          type === 'better-sqlite3' &&
+          /^\s*(--.*\n\s*)*ALTER TABLE \S+ ADD COLUMN /.test(statement) &&
+          /duplicate column name/.test(String(e));
+        if (!again) throw e;
+      }
     }
   }
 }

@@ -25,7 +25,9 @@ export const mysqlSchemaScript: SchemaScriptWriter = (migrations, o) => {
     parts.push(
       [
         `-- Migration ${m.name}`,
-        ...m.up.map((sql) => `${ifNotExists(sql)};`),
+        ...m.up.map((sql) =>
+          /^ALTER TABLE /.test(sql) ? unlessRecorded(sql, table, m.name) : `${ifNotExists(sql)};`,
+        ),
         `INSERT INTO ${table} (\`timestamp\`, \`name\`) SELECT ${m.timestamp}, ${literal(m.name)} FROM DUAL`,
         `  WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE \`name\` = ${literal(m.name)});`,
       ].join('\n'),
@@ -36,4 +38,18 @@ export const mysqlSchemaScript: SchemaScriptWriter = (migrations, o) => {
 
 function ifNotExists(sql: string): string {
   return sql.replace(/^CREATE TABLE (?!IF NOT EXISTS)/, 'CREATE TABLE IF NOT EXISTS ');
+}
+
+/**
+ * An ALTER TABLE cannot say IF NOT EXISTS on MySQL (MariaDB's ADD COLUMN IF NOT EXISTS is its
+ * own): it runs as a prepared statement only while the migrations table does not record its
+ * migration, and as `DO 0` (nothing) once it does.
+ */
+function unlessRecorded(sql: string, migrationsTable: string, name: string): string {
+  return [
+    `SET @eo_ddl := IF(EXISTS (SELECT 1 FROM ${migrationsTable} WHERE \`name\` = ${literal(name)}), 'DO 0', ${literal(sql)});`,
+    'PREPARE eo_ddl FROM @eo_ddl;',
+    'EXECUTE eo_ddl;',
+    'DEALLOCATE PREPARE eo_ddl;',
+  ].join('\n');
 }

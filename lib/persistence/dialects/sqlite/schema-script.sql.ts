@@ -22,7 +22,7 @@ export const sqliteSchemaScript: SchemaScriptWriter = (migrations, o) => {
     parts.push(
       [
         `-- Migration ${m.name}`,
-        ...m.up.map((sql) => `${ifNotExists(sql)};`),
+        ...m.up.map((sql) => `${addColumnNote(sql)}${ifNotExists(sql)};`),
         `INSERT INTO ${table} ("timestamp", "name") SELECT ${m.timestamp}, ${literal(m.name)}`,
         `  WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE "name" = ${literal(m.name)});`,
       ].join('\n'),
@@ -37,4 +37,15 @@ function ifNotExists(sql: string): string {
     /^CREATE (TABLE|(?:UNIQUE )?INDEX) (?!IF NOT EXISTS)/,
     'CREATE $1 IF NOT EXISTS ',
   );
+}
+
+/**
+ * SQLite has no `ADD COLUMN IF NOT EXISTS`: on a database that already has the column, the
+ * statement fails with "duplicate column name" and the sqlite3 shell goes on with the next one
+ * (unless run with -bail), so a second run of the script ends as the first.
+ */
+function addColumnNote(sql: string): string {
+  return /^ALTER TABLE \S+ ADD COLUMN /.test(sql)
+    ? `-- Already there on a second run: "duplicate column name", which the sqlite3 shell reports and passes.\n`
+    : '';
 }
