@@ -17,6 +17,7 @@ import type {
 import { percentile } from '../support/load';
 import { createScratchDatabase, isReachable } from '../support/scratch-database';
 import { cpuTimeMs, machineCpuMs } from '../support/server-process';
+import { IN_PROCESS_EFFECTS_DDL } from './in-process-handler';
 
 /**
  * bench/outbox-relay: the transactional outbox relay on PostgreSQL.
@@ -218,7 +219,7 @@ async function throughput(
   ctx: BenchContext,
   ds: DataSource,
   dbUrl: string,
-  kind: 'memory' | 'remote' | 'rabbitmq' | 'kafka-3' | 'kafka-1',
+  kind: 'memory' | 'remote' | 'in-process' | 'rabbitmq' | 'kafka-3' | 'kafka-1',
   n: number,
   p: Params,
   kafkaBrokers = KAFKA_BROKERS,
@@ -437,6 +438,9 @@ const suite: BenchSuite = {
 
     const memory = await throughput(ctx, ds, scratch.url, 'memory', p.messages, p);
     const remote = await throughput(ctx, ds, scratch.url, 'remote', p.remoteMessages, p);
+    // In-process @OnOutboxMessage handlers: one transaction per message (an insert + its inbox record).
+    await ds.query(IN_PROCESS_EFFECTS_DDL);
+    const inProcess = await throughput(ctx, ds, scratch.url, 'in-process', p.remoteMessages, p);
     let rabbit: { one: DrainResult[]; two: DrainResult[]; traced: DrainResult[] } | undefined;
     const notes: string[] = [];
     if (!p.skipRabbit) {
@@ -497,6 +501,14 @@ const suite: BenchSuite = {
     row('in-memory publisher, 2 relays', memory.two);
     row(`in-memory publisher confirming after ${REMOTE_CONFIRM_MS} ms, 1 relay`, remote.one);
     row(`in-memory publisher confirming after ${REMOTE_CONFIRM_MS} ms, 2 relays`, remote.two);
+    row(
+      'in-process @OnOutboxMessage handler (transaction + inbox record + 1 insert), 1 relay',
+      inProcess.one,
+    );
+    row(
+      'in-process @OnOutboxMessage handler (transaction + inbox record + 1 insert), 2 relays',
+      inProcess.two,
+    );
     if (rabbit) {
       row('RabbitMQ (publisher confirms), 1 relay', rabbit.one);
       row('RabbitMQ (publisher confirms), 2 relays', rabbit.two);
@@ -600,7 +612,7 @@ const suite: BenchSuite = {
       tables,
       checks,
       notes,
-      data: { params: p, memory, remote, rabbit, kafka, latency: lat, claim },
+      data: { params: p, memory, remote, inProcess, rabbit, kafka, latency: lat, claim },
     };
   },
 };

@@ -1,4 +1,4 @@
-import { DynamicModule, Module } from '@nestjs/common';
+import { DynamicModule, Module, type Provider } from '@nestjs/common';
 import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { ClsPluginTransactional } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
@@ -10,10 +10,11 @@ import { databaseOptionsFromUrl } from '../../sample-app/config/database.config'
 /** TypeORM on DB_URL (library migrations), nestjs-cls transactions, the IdempotencyModule outbox. */
 @Module({})
 export class RelayBenchModule {
-  static register(dbUrl: string, outbox: OutboxOptions): DynamicModule {
+  static register(dbUrl: string, outbox: OutboxOptions, providers: Provider[] = []): DynamicModule {
     const db = databaseOptionsFromUrl(dbUrl) as any;
     return {
       module: RelayBenchModule,
+      providers,
       imports: [
         TypeOrmModule.forRoot({
           ...db,

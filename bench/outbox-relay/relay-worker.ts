@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import {
   ClientProxyPublisher,
   FunctionPublisher,
+  inProcessPublisher,
   KafkaPublisher,
   OutboxRelay,
   OutboxService,
@@ -15,11 +16,12 @@ import type { OutboxMessage, OutboxPublisher } from '../../lib';
 import { DatabaseService } from '../../lib/persistence/database.service';
 import { executorFor } from '../../lib/persistence/sql-executor';
 import { installBenchTracing } from '../support/bench-tracing';
+import { BenchInProcessHandler, setInProcessHook } from './in-process-handler';
 import { RelayBenchModule } from './relay-bench.module';
 
 /**
  * The system under test of bench/outbox-relay, in its own process (forked by the suite, driven
- * over IPC). Env: DB_URL; PUBLISHER=memory|remote|rabbitmq|kafka (+ CONFIRM_MS; RABBITMQ_URL,
+ * over IPC). Env: DB_URL; PUBLISHER=memory|remote|in-process|rabbitmq|kafka (+ CONFIRM_MS; RABBITMQ_URL,
  * RELAY_QUEUE (the RabbitMQ queue or the Kafka topic); KAFKA_BROKERS);
  * OUTBOX_BATCH_SIZE; WAKE=on|off; POLL_MS. The relay is built stopped; commands:
  * - start / stop: run the relay loop (throughput runs: the suite watches the table drain);
@@ -86,6 +88,11 @@ function publisherFromEnv(): { publisher: OutboxPublisher; client?: ClientProxy 
     process.once('disconnect', () => void inner.close());
     return { publisher };
   }
+  if (process.env.PUBLISHER === 'in-process') {
+    // @OnOutboxMessage handlers in this process: one transaction per message with its inbox record.
+    setInProcessHook(record);
+    return { publisher: inProcessPublisher() };
+  }
   if (process.env.PUBLISHER === 'remote') {
     // A broker across a network: each message is confirmed CONFIRM_MS later (no CPU spent).
     const delay = Number(process.env.CONFIRM_MS ?? 10);
@@ -106,13 +113,17 @@ async function main() {
   if (!dbUrl) throw new Error('DB_URL is required');
   const { publisher, client } = publisherFromEnv();
   const app = await NestFactory.createApplicationContext(
-    RelayBenchModule.register(dbUrl, {
-      relayEnabled: false,
-      publisher,
-      batchSize: Number(process.env.OUTBOX_BATCH_SIZE ?? 100),
-      pollIntervalMs: Number(process.env.POLL_MS ?? 1000),
-      wakeOnCommit: process.env.WAKE !== 'off',
-    }),
+    RelayBenchModule.register(
+      dbUrl,
+      {
+        relayEnabled: false,
+        publisher,
+        batchSize: Number(process.env.OUTBOX_BATCH_SIZE ?? 100),
+        pollIntervalMs: Number(process.env.POLL_MS ?? 1000),
+        wakeOnCommit: process.env.WAKE !== 'off',
+      },
+      process.env.PUBLISHER === 'in-process' ? [BenchInProcessHandler] : [],
+    ),
     { logger: ['error', 'warn'] },
   );
   await app.init();
