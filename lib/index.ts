@@ -61,7 +61,7 @@ export {
   RedisReplayCacheStore,
   type RedisCommandClient,
   type RedisReplayCacheStoreOptions,
-} from './persistence/redis-replay-cache.store';
+} from './entries/redis';
 export { LibraryClock } from './persistence/library-clock';
 export { DIAGNOSTICS_CHANNELS } from './diagnostics/diagnostics.channels';
 // Events: one union for gate, relay and inbox, through onEvent, ExactlyOnceEvents.events$ and EVENT_CHANNELS
@@ -141,36 +141,31 @@ export {
 } from './outbox/outbox.errors';
 export { isConnectionError } from './outbox/outbox-unavailable';
 /** @deprecated Import from `nestjs-exactly-once/client-proxy`; this root re-export is removed in the next minor version. */
-export { ClientProxyPublisher } from './outbox/publishers/client-proxy.publisher';
-/** @deprecated Import from `nestjs-exactly-once/client-proxy`; this root re-export is removed in the next minor version. */
-export type {
-  ClientProxyPublisherOptions,
-  ClientProxyTransport,
-  OutboxEnvelope,
-} from './outbox/publishers/client-proxy.publisher';
+export {
+  ClientProxyPublisher,
+  type ClientProxyPublisherOptions,
+  type ClientProxyTransport,
+  type OutboxEnvelope,
+} from './entries/client-proxy';
 /** @deprecated Import from `nestjs-exactly-once/service-bus`; this root re-export is removed in the next minor version. */
-export { ServiceBusPublisher } from './outbox/publishers/service-bus.publisher';
-/** @deprecated Import from `nestjs-exactly-once/service-bus`; this root re-export is removed in the next minor version. */
-export type {
-  ServiceBusPublisherOptions,
-  ServiceBusSenderLike,
-  ServiceBusMessageLike,
-  ServiceBusMessageBatchLike,
-} from './outbox/publishers/service-bus.publisher';
+export {
+  ServiceBusPublisher,
+  type ServiceBusPublisherOptions,
+  type ServiceBusSenderLike,
+  type ServiceBusMessageLike,
+  type ServiceBusMessageBatchLike,
+} from './entries/service-bus';
 /** @deprecated Import from `nestjs-exactly-once/kafka`; this root re-export is removed in the next minor version. */
 export {
   KafkaPublisher,
   KafkaBatchInFlightError,
   KafkaPartitionsUnacknowledgedError,
   isKafkaUnavailableError,
-} from './outbox/publishers/kafka.publisher';
-/** @deprecated Import from `nestjs-exactly-once/kafka`; this root re-export is removed in the next minor version. */
-export type {
-  KafkaPublisherOptions,
-  KafkaClientLike,
-  KafkaProducerLike,
-  KafkaRecord,
-} from './outbox/publishers/kafka.publisher';
+  type KafkaPublisherOptions,
+  type KafkaClientLike,
+  type KafkaProducerLike,
+  type KafkaRecord,
+} from './entries/kafka';
 export { FunctionPublisher } from './outbox/publishers/function.publisher';
 export type { FunctionPublisherOptions } from './outbox/publishers/function.publisher';
 export type { OutboxRow, OutboxStatus } from './persistence/dialects';
@@ -262,23 +257,17 @@ export type {
   InboxResetResult,
 } from './maintenance/admin.service';
 /** @deprecated Import from `nestjs-exactly-once/admin`; this root re-export is removed in the next minor version. */
-export { IdempotencyAdminModule } from './maintenance/admin.module';
-/** @deprecated Import from `nestjs-exactly-once/admin`; this root re-export is removed in the next minor version. */
-export type { AdminModuleOptions } from './maintenance/admin.module';
-/** @deprecated Import from `nestjs-exactly-once/admin`; this root re-export is removed in the next minor version. */
-export { createAdminController, ADMIN_PROBLEM_TYPES } from './maintenance/admin.controller';
-/** @deprecated Import from `nestjs-exactly-once/admin`; this root re-export is removed in the next minor version. */
-export type { AdminControllerOptions } from './maintenance/admin.controller';
-/** @deprecated Import from `nestjs-exactly-once/admin`; this root re-export is removed in the next minor version. */
-export { AdminSameOriginGuard, defaultAdminPrincipal } from './maintenance/admin-request.guard';
-/** @deprecated Import from `nestjs-exactly-once/admin`; this root re-export is removed in the next minor version. */
-export type { AdminPrincipalResolver } from './maintenance/admin-request.guard';
-/** @deprecated Import from `nestjs-exactly-once/admin`; this root re-export is removed in the next minor version. */
-export { createAdminConsoleController } from './maintenance/console/console.controller';
-/** @deprecated Import from `nestjs-exactly-once/admin`; this root re-export is removed in the next minor version. */
-export type {
-  AdminConsoleControllerOptions,
-  AdminConsoleOptions,
-} from './maintenance/console/console.options';
-/** @deprecated Import from `nestjs-exactly-once/admin`; this root re-export is removed in the next minor version. */
-export { CONSOLE_CSP } from './maintenance/console/console.security';
+export {
+  IdempotencyAdminModule,
+  type AdminModuleOptions,
+  createAdminController,
+  ADMIN_PROBLEM_TYPES,
+  type AdminControllerOptions,
+  AdminSameOriginGuard,
+  defaultAdminPrincipal,
+  type AdminPrincipalResolver,
+  createAdminConsoleController,
+  type AdminConsoleControllerOptions,
+  type AdminConsoleOptions,
+  CONSOLE_CSP,
+} from './entries/admin';

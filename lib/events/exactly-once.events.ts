@@ -4,7 +4,8 @@ import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options';
 import { LibraryLogger } from '../observability/library-logger';
 import { eventChannels } from './event.channels';
-import type { ExactlyOnceEvent, ExactlyOnceEventFamily } from './exactly-once-event';
+import type { ResolvedGateOptions } from '../gate/gate.options';
+import type { ExactlyOnceEvent, ExactlyOnceEventFamily, GateEvent } from './exactly-once-event';
 
 /**
  * The library's events as an RxJS stream: `events$` emits every {@link ExactlyOnceEvent} (gate,
@@ -56,6 +57,27 @@ export class ExactlyOnceEvents implements OnModuleDestroy {
         error: e instanceof Error ? e.message : String(e),
       }));
     }
+  }
+
+  /**
+   * A gate answer: the endpoint's `onEvent` first (its error goes to `failed`, never to the
+   * request), then `events$` and the gate channel. @internal
+   */
+  emitGate(
+    opts: Pick<ResolvedGateOptions, 'onEvent' | 'mode'>,
+    kind: GateEvent['kind'],
+    status: number,
+    request: Pick<GateEvent, 'keyHash' | 'method' | 'path' | 'request'>,
+    failed: (error: string) => void,
+  ): void {
+    if (!opts.onEvent && !this.observed('gate')) return;
+    const event: GateEvent = { type: `gate.${kind}`, kind, ...request, mode: opts.mode, status };
+    try {
+      opts.onEvent?.(event);
+    } catch (e) {
+      failed(e instanceof Error ? e.message : String(e));
+    }
+    this.emit(event, false);
   }
 
   onModuleDestroy(): void {

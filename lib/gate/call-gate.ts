@@ -432,24 +432,14 @@ export class CallGate {
   }
 
   private emit(call: GuardedCall, kind: IdempotencyEvent['kind'], status: number): void {
-    const onEvent = call.opts.onEvent;
-    if (!onEvent && !this.events.observed('gate')) return;
-    const event: IdempotencyEvent = {
-      type: `gate.${kind}`,
+    const where = { keyHash: call.info.keyHash, path: call.subject, request: call.request };
+    this.events.emitGate(
+      call.opts,
       kind,
-      keyHash: call.info.keyHash,
-      method: call.context.toUpperCase(),
-      path: call.subject,
-      mode: call.opts.mode,
       status,
-      request: call.request,
-    };
-    try {
-      onEvent?.(event);
-    } catch (e) {
-      this.log('warn', 'on-event-failed', call, { error: errorText(e) });
-    }
-    this.events.emit(event, false);
+      { ...where, method: call.context.toUpperCase() },
+      (error) => this.log('warn', 'on-event-failed', call, { error }),
+    );
   }
 
   private log(

@@ -163,24 +163,14 @@ export class GateAnswers {
   }
 
   private emit(g: GuardedRequest, kind: IdempotencyEvent['kind'], status: number): void {
-    const onEvent = g.opts.onEvent;
-    if (!onEvent && !this.events.observed('gate')) return;
-    const event: IdempotencyEvent = {
-      type: `gate.${kind}`,
+    const { keyHash } = g.info;
+    this.events.emitGate(
+      g.opts,
       kind,
-      keyHash: g.info.keyHash,
-      method: g.method,
-      path: g.path,
-      mode: g.opts.mode,
       status,
-      request: g.req,
-    };
-    try {
-      onEvent?.(event);
-    } catch (e) {
-      this.log('warn', 'on-event-failed', g, { error: errorText(e) });
-    }
-    this.events.emit(event, false);
+      { keyHash, method: g.method, path: g.path, request: g.req },
+      (error) => this.log('warn', 'on-event-failed', g, { error }),
+    );
   }
 
   /** One structured log event per gate event (only the key's hash, never the key). */
