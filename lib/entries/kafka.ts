@@ -2,6 +2,7 @@
 export {
   KafkaPublisher,
   KafkaBatchInFlightError,
+  KafkaPartitionsUnacknowledgedError,
   isKafkaUnavailableError,
 } from '../outbox/publishers/kafka.publisher';
 export type {

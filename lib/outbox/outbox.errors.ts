@@ -101,17 +101,17 @@ export class OutboxRouteError extends InvalidOutboxEventError {
     readonly route: unknown,
   ) {
     super(message);
-    this.name = 'OutboxRouteError';
   }
 }
 
 /** A message reached the in-process publisher but no `@OnOutboxMessage()` handler has its type. */
-export class NoOutboxHandlerError extends Error {
+export class NoOutboxHandlerError extends ExactlyOnceError {
+  readonly code = 'OUTBOX_NO_HANDLER';
+
   constructor(
     message: string,
     readonly messageType: string,
   ) {
     super(message);
-    this.name = 'NoOutboxHandlerError';
   }
 }

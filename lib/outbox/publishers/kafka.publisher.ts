@@ -102,8 +102,9 @@ export class KafkaBatchInFlightError extends ExactlyOnceError {
  * missing from the log after a leader SIGKILL). The publisher compares the partitions its
  * partitioner chose with those acknowledged and fails the batch; the relay retries it whole.
  */
-export class KafkaPartitionsUnacknowledgedError extends Error {
-  override readonly name = 'KafkaPartitionsUnacknowledgedError';
+export class KafkaPartitionsUnacknowledgedError extends ExactlyOnceError {
+  readonly code = 'KAFKA_PARTITIONS_UNACKNOWLEDGED';
+
   constructor(readonly partitions: string[]) {
     super(KAFKA_PARTITIONS_UNACKNOWLEDGED(partitions));
   }
