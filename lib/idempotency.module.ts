@@ -152,8 +152,9 @@ export class IdempotencyModule extends ConfigurableIdempotencyModule {
    * (`useClass`) or an existing provider (`useExisting`) implementing `IdempotencyOptionsFactory`.
    */
   static override forRootAsync(options: IdempotencyModuleAsyncOptions): DynamicModule {
-    if (!options?.useFactory && !options?.useClass && !options?.useExisting)
+    if (!options?.useFactory && !options?.useClass && !options?.useExisting) {
       throw new IdempotencyOptionsError(FORROOTASYNC_NEEDS_FACTORY);
+    }
     return withFeatures(super.forRootAsync(options));
   }
 }

@@ -45,8 +45,9 @@ function parseParams(ctx: BenchContext): Params {
     const v = get(name);
     if (v === undefined) return dflt;
     const n = Number(v);
-    if (!Number.isFinite(n) || n <= 0)
+    if (!Number.isFinite(n) || n <= 0) {
       throw new Error(`--${name} must be a positive number, got "${v}"`);
+    }
     return n;
   };
   const p: Params = {
@@ -58,8 +59,9 @@ function parseParams(ctx: BenchContext): Params {
     baselineSlices: Math.round(num('baseline-slices', ctx.quick ? 1 : 3)),
     warmupSec: num('warmup', ctx.quick ? 1 : 3),
   };
-  if (p.batchSize > 4000)
+  if (p.batchSize > 4000) {
     throw new Error('--batch must be at most 4000 (the library caps cleanup.batchSize there)');
+  }
   if (p.dutyCycle > 1) throw new Error('--duty must be in (0, 1]');
   return p;
 }

@@ -100,9 +100,9 @@ export async function startFlakyProxy(
           answer.on('end', () => {
             const status = answer.statusCode ?? 0;
             if (status === 409) stats.upstream.inProgress++;
-            else if (status === 201 && answer.headers['idempotency-replayed'] === 'true')
+            else if (status === 201 && answer.headers['idempotency-replayed'] === 'true') {
               stats.upstream.replayed++;
-            else if (status === 201) stats.upstream.created++;
+            } else if (status === 201) stats.upstream.created++;
             else stats.upstream.other++;
             const deliver = () => {
               if (res.destroyed) return;

@@ -82,24 +82,28 @@ function parseFlags(argv: string[]): DemoFlags {
     const [, name, value] = m;
     if (name in ints) {
       const n = Number(value);
-      if (!Number.isSafeInteger(n) || n < (name === 'seed' || name === 'slow-ms' ? 0 : 1))
+      if (!Number.isSafeInteger(n) || n < (name === 'seed' || name === 'slow-ms' ? 0 : 1)) {
         throw new Error(`--${name} must be a positive integer, got "${value}"`);
+      }
       (f as any)[ints[name]] = n;
     } else if ((shares as readonly string[]).includes(name)) {
       const n = Number(value);
       if (!(n >= 0 && n <= 1)) throw new Error(`--${name} must be a share between 0 and 1`);
       (f as any)[name] = n;
     } else if (name === 'mode') {
-      if (value !== 'transactional' && value !== 'leased')
+      if (value !== 'transactional' && value !== 'leased') {
         throw new Error('--mode must be transactional or leased');
+      }
       f.mode = value;
     } else if (name === 'db-url') f.dbUrl = value;
     else throw new Error(`unknown flag --${name}\n${USAGE}`);
   }
-  if (f.reset + f.cut + f.drop + f.delay > 0.9)
+  if (f.reset + f.cut + f.drop + f.delay > 0.9) {
     throw new Error('--reset + --cut + --drop + --delay must stay at or below 0.9');
-  if (f.payments > 100_000 || f.clients > 500 || f.seconds > 3600)
+  }
+  if (f.payments > 100_000 || f.clients > 500 || f.seconds > 3600) {
     throw new Error('--payments ≤ 100000, --clients ≤ 500, --seconds ≤ 3600');
+  }
   return f;
 }
 
@@ -232,8 +236,9 @@ async function main(): Promise<number> {
     }[];
     const ours = all.filter((p) => p.customerId.startsWith(prefix));
     const perCustomer = new Map<string, string[]>();
-    for (const p of ours)
+    for (const p of ours) {
       perCustomer.set(p.customerId, [...(perCustomer.get(p.customerId) ?? []), p.id]);
+    }
     let duplicated = 0;
     let missing = 0;
     let answerMismatch = 0;
@@ -300,8 +305,9 @@ async function main(): Promise<number> {
   } catch (e) {
     view.end();
     process.stderr.write(`demo failed: ${(e as Error).stack ?? e}\n`);
-    if (app)
+    if (app) {
       process.stderr.write(`--- sample app output (tail) ---\n${app.output().slice(-4000)}\n`);
+    }
     return 1;
   } finally {
     await proxy?.close().catch(() => {});

@@ -178,8 +178,9 @@ async function benchDatabase(
         body: s.body,
       });
       const text = await r.text();
-      if (!r.ok || text.includes('"errors"'))
+      if (!r.ok || text.includes('"errors"')) {
         throw new Error(`${s.id}: ${r.status} ${text.slice(0, 300)}`);
+      }
       return r;
     };
     // Sanity: each scenario answers, and a replay is a replay.
@@ -195,8 +196,9 @@ async function benchDatabase(
         pool.push(k);
       }
       const replayed = await post(s, pool[0]);
-      if (replayed.headers.get('idempotency-replayed') !== 'true')
+      if (replayed.headers.get('idempotency-replayed') !== 'true') {
         throw new Error(`${s.id}: the retry was not a replay`);
+      }
       pools[s.id] = pool;
     }
     const headersFor = (s: Scenario) => {
@@ -209,7 +211,7 @@ async function benchDatabase(
     const slices = new Map<string, { samples: LoadSample[]; cpuMs: number }>();
     for (const s of SCENARIOS) slices.set(s.id, { samples: [], cpuMs: 0 });
     // Warm-up, then interleaved rounds (forward, backward, ...).
-    for (const s of SCENARIOS)
+    for (const s of SCENARIOS) {
       await runLoad({
         url,
         path: s.path,
@@ -218,6 +220,7 @@ async function benchDatabase(
         body: s.body,
         perRequestHeaders: headersFor(s),
       });
+    }
     for (let round = 0; round < p.rounds; round++) {
       const order = round % 2 === 0 ? SCENARIOS : [...SCENARIOS].reverse();
       for (const s of order) {

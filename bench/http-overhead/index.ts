@@ -161,19 +161,23 @@ function parseParams(ctx: BenchContext): Params {
     const v = get(name);
     if (v === undefined) return dflt;
     const n = Number(v);
-    if (!Number.isFinite(n) || n <= 0)
+    if (!Number.isFinite(n) || n <= 0) {
       throw new Error(`--${name} must be a positive number, got "${v}"`);
+    }
     return n;
   };
   const databases = (get('db') ?? 'postgres,sqlite')
     .split(',')
     .map((s) => s.trim()) as BenchDatabaseKind[];
-  for (const d of databases)
-    if (!['postgres', 'sqlite', 'mariadb'].includes(d))
+  for (const d of databases) {
+    if (!['postgres', 'sqlite', 'mariadb'].includes(d)) {
       throw new Error(`--db: unknown database "${d}"`);
+    }
+  }
   const platform = get('platform') ?? 'express';
-  if (platform !== 'express' && platform !== 'fastify')
+  if (platform !== 'express' && platform !== 'fastify') {
     throw new Error(`--platform must be express or fastify`);
+  }
   const only = get('only');
   const p: Params = {
     databases,
@@ -253,7 +257,7 @@ const suite: BenchSuite = {
           ok: true,
           informative: true,
         });
-        if (first !== undefined)
+        if (first !== undefined) {
           checks.push({
             name: `${dbName(r)}: b/f transactional, the gate's own cost over that floor`,
             target: 'information',
@@ -261,6 +265,7 @@ const suite: BenchSuite = {
             ok: true,
             informative: true,
           });
+        }
       }
     }
     notes.push(
@@ -269,10 +274,11 @@ const suite: BenchSuite = {
       'CPU µs/req: CPU time of the app server process (and of its PostgreSQL backends) per answered request, from /proc; "CPU ×(a)" is (a)\'s total CPU per request divided by the scenario\'s, i.e. the throughput ratio the machine would give if it were CPU-bound and uncontended.',
     );
     for (const r of results) {
-      if (r.machine)
+      if (r.machine) {
         notes.push(
           `${dbName(r)} run: machine busy ${r.machine.busyPct.toFixed(0)}% of all cores, of which ${r.machine.othersPct.toFixed(0)} points went to processes other than the benchmark's own (bench server, its database backends, autocannon).`,
         );
+      }
     }
     return {
       tables,
@@ -353,11 +359,12 @@ async function benchDatabase(
           ]
         : [],
     });
-    if (scenarios.some((s) => s.tracing))
+    if (scenarios.some((s) => s.tracing)) {
       traced = await spawnServer({
         script: join(__dirname, 'bench-server.js'),
         env: { DB_URL: db.url, BENCH_HTTP_PLATFORM: params.platform, BENCH_TRACING: 'on' },
       });
+    }
     const url = server.url;
     if (kind !== 'sqlite') admin = await openAdmin(kind);
     const version = await serverVersion(kind, admin);
@@ -467,8 +474,9 @@ async function benchDatabase(
       const runs = perScenario.get(s.id) ?? [];
       const sample = mergeSamples(runs.map((r) => r.sample));
       const statements: Record<string, number> = {};
-      for (const r of runs)
+      for (const r of runs) {
         for (const [k, v] of Object.entries(r.statements)) statements[k] = (statements[k] ?? 0) + v;
+      }
       return {
         id: s.id,
         label: s.label,
@@ -497,14 +505,16 @@ async function sanityCheck(url: string): Promise<void> {
       body: BODY,
     });
   const a = await post('/bench/payments/unguarded');
-  if (a.status !== 201 || !a.headers.get('location'))
+  if (a.status !== 201 || !a.headers.get('location')) {
     throw new Error(`unguarded POST answered ${a.status}: ${await a.text()}`);
+  }
   for (const mode of ['transactional', 'leased']) {
     const key = `sanity-${mode}-${randomBytes(4).toString('hex')}`;
     const first = await post(`/bench/payments/${mode}`, key);
     const firstBody = await first.text();
-    if (first.status !== 201 || first.headers.get('idempotency-replayed'))
+    if (first.status !== 201 || first.headers.get('idempotency-replayed')) {
       throw new Error(`${mode} first execution answered ${first.status}: ${firstBody}`);
+    }
     const again = await post(`/bench/payments/${mode}`, key);
     const againBody = await again.text();
     if (
@@ -517,8 +527,9 @@ async function sanityCheck(url: string): Promise<void> {
       );
     }
     const missing = await post(`/bench/payments/${mode}`);
-    if (missing.status !== 400)
+    if (missing.status !== 400) {
       throw new Error(`${mode} without a key answered ${missing.status}, expected 400`);
+    }
   }
 }
 

@@ -62,16 +62,19 @@ function parseParams(ctx: BenchContext): Params {
     const v = get(name);
     if (v === undefined) return dflt;
     const n = Number(v);
-    if (!Number.isInteger(n) || n <= 0)
+    if (!Number.isInteger(n) || n <= 0) {
       throw new Error(`--${name} must be a positive integer, got "${v}"`);
+    }
     return n;
   };
   const dbs = (get('db') ?? 'postgres,sqlite')
     .split(',')
     .map((s) => s.trim()) as BenchDatabaseKind[];
-  for (const d of dbs)
-    if (!(d in DB_TITLE))
+  for (const d of dbs) {
+    if (!(d in DB_TITLE)) {
       throw new Error(`--db: unknown database "${d}" (postgres, sqlite, mariadb)`);
+    }
+  }
   return {
     dbs,
     messages: num('messages', ctx.quick ? 200 : 2000),
@@ -106,8 +109,9 @@ async function runScenario(
   if (!r.ok) throw new Error(`POST /bench/run answered ${r.status}: ${await r.text()}`);
   const result = (await r.json()) as RunResult;
   const cpuMs = cpuTimeMs([server.pid]) - cpu0;
-  if (result.errors)
+  if (result.errors) {
     throw new Error(`${mode}: ${result.errors} message(s) failed, first: ${result.firstError}`);
+  }
   const expected =
     mode === 'inbox-duplicate'
       ? { processed: 0, duplicates: messages }
@@ -181,13 +185,15 @@ async function benchDatabase(ctx: BenchContext, kind: BenchDatabaseKind, p: Para
   const written = Object.fromEntries(rows.map((r) => [r.note, Number(r.n)]));
   const perMode = warm + p.rounds * p.messages;
   for (const mode of COMPARED) {
-    if (written[mode] !== perMode)
+    if (written[mode] !== perMode) {
       throw new Error(`${kind}: ${mode} wrote ${written[mode]} rows, expected ${perMode}`);
+    }
   }
-  if (written['inbox-duplicate'] || inboxRows !== perMode)
+  if (written['inbox-duplicate'] || inboxRows !== perMode) {
     throw new Error(
       `${kind}: duplicates wrote rows or the inbox holds ${inboxRows} records (expected ${perMode})`,
     );
+  }
 
   const of = (mode: ConsumeMode) => samples.filter((s) => s.mode === mode);
   const bareByRound = new Map(of('bare').map((s) => [s.round, s.msgPerSec]));

@@ -151,8 +151,9 @@ const suite: BenchSuite = {
           // Produced first, then timed: the consumer's work only.
           const deadline = Date.now() + 180_000;
           while ((await processed()) < n + 1) {
-            if (Date.now() > deadline)
+            if (Date.now() > deadline) {
               throw new Error(`only ${await processed()} of ${n + 1} applied`);
+            }
             await new Promise((r) => setTimeout(r, 50));
           }
           const ms = performance.now() - t0;

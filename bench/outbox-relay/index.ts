@@ -75,8 +75,9 @@ function parseParams(ctx: BenchContext): Params {
     const v = get(name);
     if (v === undefined) return dflt;
     const n = Number(v);
-    if (!Number.isFinite(n) || n <= 0)
+    if (!Number.isFinite(n) || n <= 0) {
       throw new Error(`--${name} must be a positive number, got "${v}"`);
+    }
     return Math.round(n);
   };
   const q = ctx.quick;
@@ -188,8 +189,9 @@ async function drain(
   await Promise.all(workers.map((w) => w.request({ cmd: 'start' })));
   const deadline = Date.now() + limitMs;
   while (await anyPending(ds)) {
-    if (Date.now() > deadline)
+    if (Date.now() > deadline) {
       throw new Error(`the relays did not drain ${n} messages in ${limitMs} ms`);
+    }
     await new Promise((r) => setTimeout(r, 10));
   }
   const ms = performance.now() - t0;
@@ -336,8 +338,9 @@ function kafkaScript(script: string, args: string[], env: Record<string, string>
  * and wiped at cleanup: its bootstrap broker. Throws why it cannot (no scripts, start failed).
  */
 async function startSingleNodeKafka(ctx: BenchContext): Promise<string> {
-  if (!existsSync(join(KAFKA_SCRIPTS, 'start.sh')))
+  if (!existsSync(join(KAFKA_SCRIPTS, 'start.sh'))) {
     throw new Error(`no ${KAFKA_SCRIPTS}/start.sh (KAFKA_SCRIPTS)`);
+  }
   const env = {
     KAFKA_NODES: '1',
     KAFKA_PORT: String(KAFKA_SINGLE_PORT),
@@ -405,10 +408,11 @@ async function claimTiming(ctx: BenchContext, ds: DataSource, dbUrl: string, p: 
         { cmd: 'claim', iterations: p.claimIterations, limit: p.batch, ordered },
         180_000,
       );
-      if (r.claimed < p.claimIterations * Math.min(p.batch, p.pendingRows))
+      if (r.claimed < p.claimIterations * Math.min(p.batch, p.pendingRows)) {
         throw new Error(
           `claims returned ${r.claimed} rows, expected ${p.claimIterations * p.batch}`,
         );
+      }
       out[ordered ? 'ordered' : 'unordered'] = r.times.sort((a, b) => a - b);
     }
     return out;
@@ -424,8 +428,9 @@ const suite: BenchSuite = {
 
   async run(ctx): Promise<BenchReport> {
     const p = parseParams(ctx);
-    if (!(await isReachable('postgres')))
+    if (!(await isReachable('postgres'))) {
       return { tables: [], notes: ['PostgreSQL is not reachable on loopback: suite skipped.'] };
+    }
     const scratch = await createScratchDatabase('postgres');
     ctx.onCleanup(() => scratch.drop());
     const migrate = await startWorker({ DB_URL: scratch.url, PUBLISHER: 'memory' }); // runs the migrations

@@ -155,8 +155,9 @@ async function main() {
           await new Promise((r) => setTimeout(r, c.gapMs));
         }
         const deadline = Date.now() + 10_000;
-        while (latencies.length < c.count && Date.now() < deadline)
+        while (latencies.length < c.count && Date.now() < deadline) {
           await new Promise((r) => setTimeout(r, 20));
+        }
         await relay.stop();
         reply({ ok: 'latency', latencies: [...latencies] });
       } else if (c.cmd === 'claim') {

@@ -42,15 +42,17 @@ const CUTS: ReadonlyArray<{ call: RegExp; answer: string; what: string }> = [
  */
 export function removeLedgerStatements(packageDir: string): void {
   const file = join(packageDir, DIALECT);
-  if (!existsSync(file))
+  if (!existsSync(file)) {
     throw new Error(`--ablate: ${file} is missing (not a build of this library?)`);
+  }
   let code = readFileSync(file, 'utf8');
   for (const cut of CUTS) {
     const found = code.match(cut.call)?.length ?? 0;
-    if (found !== 1)
+    if (found !== 1) {
       throw new Error(
         `--ablate: ${cut.what} is called ${found} times in ${file}, expected once; this build's PostgreSQL dialect has another shape`,
       );
+    }
     code = code.replace(cut.call, (call) => `${cut.answer} ${call}`);
   }
   writeFileSync(file, code);

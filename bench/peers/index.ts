@@ -312,9 +312,11 @@ function parseDatabases(args: string[]): BenchDatabaseKind[] {
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
-  for (const d of list)
-    if (!DATABASES.includes(d as BenchDatabaseKind))
+  for (const d of list) {
+    if (!DATABASES.includes(d as BenchDatabaseKind)) {
       throw new Error(`--db: unknown database "${d}" (${DATABASES.join(', ')}, or a comma list)`);
+    }
+  }
   if (!list.length) throw new Error('--db: no database given');
   return [...new Set(list)] as BenchDatabaseKind[];
 }
@@ -363,10 +365,11 @@ function installLibrary(ctx: BenchContext, kinds: BenchDatabaseKind[]): string {
  */
 function unpackSecond(ctx: BenchContext, installed: string, ablate: boolean): string | undefined {
   const before = process.env.PEERS_BEFORE_TARBALL;
-  if (ablate && before)
+  if (ablate && before) {
     throw new Error(
       '--ablate runs the ablated build where PEERS_BEFORE_TARBALL would run: use one or the other',
     );
+  }
   const tarball = ablate ? installed : before;
   if (!tarball) return undefined;
   const dir = join(PEERS_DIR, '.lib', 'before');
@@ -414,10 +417,11 @@ function parseOnly(args: string[]): string[] | undefined {
     .map((x) => x.trim())
     .filter(Boolean);
   const unknown = ids.filter((id) => !SCENARIOS.some((s) => s.id === id));
-  if (unknown.length || !ids.length)
+  if (unknown.length || !ids.length) {
     throw new Error(
       `--only: unknown scenario "${unknown.join(', ')}" (${SCENARIOS.map((s) => s.id).join(', ')})`,
     );
+  }
   return ids;
 }
 
@@ -646,8 +650,9 @@ async function benchDatabase(
       for (let i = 0; i < Math.max(replayKeys, connections * 2); i++) {
         const k = freshKey();
         const r = await post(url, k);
-        if (r.status !== 201)
+        if (r.status !== 201) {
           throw new Error(`${kind} ${s.id}: completing a key answered ${r.status} ${r.text}`);
+        }
         keys.push(k);
       }
       // Sanity: the replay answers the same bytes.
@@ -671,8 +676,9 @@ async function benchDatabase(
       const sum: Traffic = { statements: {}, completed: 0, inFlight: 0 };
       for (let i = 0; i < 600; i++) {
         const t = await traffic(url);
-        for (const [k, n] of Object.entries(t.statements))
+        for (const [k, n] of Object.entries(t.statements)) {
           sum.statements[k] = (sum.statements[k] ?? 0) + n;
+        }
         sum.completed += t.completed;
         if (t.inFlight === 0) return sum;
         await new Promise((r) => setTimeout(r, 50));
@@ -786,9 +792,9 @@ async function benchDatabase(
       const stuckMs = Date.now() - t0;
       const payments = Number((await own.query(countSql, [customer]))[0].n);
       let outcome: string;
-      if (status === 201)
+      if (status === 201) {
         outcome = `${payments === 1 ? 'executes once' : `executes ${payments} times`}${stuckMs > 400 ? ` (409 for ${(stuckMs / 1000).toFixed(1)} s first)` : ''}`;
-      else {
+      } else {
         const held = p.variant.endsWith('redis') ? await redis.keysContaining(key) : [];
         const ttl = Math.max(-1, ...held.map((h) => h.pttl));
         outcome = `stuck: ${status} after ${waitSec} s${ttl > 0 ? `, key held ${(ttl / 3_600_000).toFixed(1)} h more` : ''} (payments: ${payments})`;
@@ -849,8 +855,9 @@ async function benchDatabase(
       },
     ];
     // --only: the checks whose scenarios did not run are left out.
-    for (let i = checks.length - 1; i >= 0; i--)
+    for (let i = checks.length - 1; i >= 0; i--) {
       if (/NaN/.test(`${checks[i].target} ${checks[i].actual}`)) checks.splice(i, 1);
+    }
     if (beforeDir && ablation) {
       // What the two statements cost, and what the rest of the gate costs, each over (a-tx).
       const rest = cpu('before-tx') / aTxCpu - 1;
@@ -871,7 +878,7 @@ async function benchDatabase(
           informative: true,
         },
       );
-    } else if (beforeDir)
+    } else if (beforeDir) {
       checks.push(
         {
           name: `${name}: BEFORE build: replay CPU/request ≤ node-idempotency + Redis`,
@@ -888,6 +895,7 @@ async function benchDatabase(
           informative: true,
         },
       );
+    }
     const notes = [
       `${name}: ${version}; the DB share of the CPU is ${dbCpuNote}.`,
       'IPIs/req: inter-processor interrupts per request, every CPU (/proc/interrupts CAL + RES): each wakes a process sleeping on an idle CPU, and on a virtual machine costs its sender a VM exit, in its system CPU (docs/benchmarks.md, "Wake-ups").',
@@ -950,12 +958,13 @@ const suite: BenchSuite = {
     const kinds = parseDatabases(ctx.args);
     for (const kind of kinds) {
       if (kind === 'sqlite' || (await isReachable(kind))) continue;
-      if (kind === 'mssql')
+      if (kind === 'mssql') {
         throw new Error(
           MSSQL_ADMIN_URL
             ? `--db=mssql: SQL Server is not reachable at MSSQL_URL=${withoutCredentials(MSSQL_ADMIN_URL)}; ${MSSQL_HINT}`
             : `--db=mssql: MSSQL_URL (mssql://user:pass@host:1433/db) is not set; ${MSSQL_HINT}`,
         );
+      }
       throw new Error(
         `--db=${kind}: ${DB_NAME[kind]} is not reachable at ${withoutCredentials(adminUrl(kind))} (PG_URL / MARIADB_URL override it)`,
       );
@@ -981,14 +990,16 @@ const suite: BenchSuite = {
     // Keep under the suite's limit: per database, every scenario's warm-up and slices (and about
     // a second each to drain and sample), the apps' starts, the replay keys and the crash probe.
     const ablation = ctx.args.includes('--ablate');
-    if (ablation && kinds.join() !== 'postgres')
+    if (ablation && kinds.join() !== 'postgres') {
       throw new Error(
         "--ablate: PostgreSQL only (--db=postgres): the two statements it removes are the PostgreSQL ledger's single-write path",
       );
+    }
     const only = parseOnly(ctx.args);
     const replayKeys = Number(arg(ctx.args, 'keys') ?? 200);
-    if (!(Number.isInteger(replayKeys) && replayKeys >= 1))
+    if (!(Number.isInteger(replayKeys) && replayKeys >= 1)) {
       throw new Error('--keys: a positive whole number of completed keys per replay scenario');
+    }
     const scenarioCount = scenariosFor(
       process.env.PEERS_BEFORE_TARBALL || ablation ? 'yes' : undefined,
       ablation,
@@ -1039,8 +1050,9 @@ const suite: BenchSuite = {
       replayKeys,
     };
     const reports: Array<{ kind: BenchDatabaseKind; report: BenchReport }> = [];
-    for (const kind of kinds)
+    for (const kind of kinds) {
       reports.push({ kind, report: await benchDatabase(ctx, kind, shared) });
+    }
     return {
       tables: reports.flatMap((r) => r.report.tables),
       checks: reports.flatMap((r) => r.report.checks ?? []),

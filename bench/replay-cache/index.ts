@@ -64,8 +64,9 @@ function measure(cache: CacheLike, entries: number, ops: number): number {
   let seq = 0;
   const key = () => `key-${(seq++).toString(36).padStart(8, '0')}`;
   // Full three times over, so that every store below frees room, as in a long-running process.
-  for (let i = 0; i < 3 * entries; i++)
+  for (let i = 0; i < 3 * entries; i++) {
     cache.set(SCOPE, key(), record(i), 3_600_000, performance.now());
+  }
   const records = Array.from({ length: 1024 }, (_, i) => record(i));
   const keys = Array.from({ length: ops }, key);
   const now = performance.now();
@@ -73,8 +74,9 @@ function measure(cache: CacheLike, entries: number, ops: number): number {
   for (let i = 0; i < ops; i++) cache.set(SCOPE, keys[i], records[i & 1023], 3_600_000, now);
   const store = Number(process.hrtime.bigint() - t) / ops;
   const last = keys[ops - 1];
-  if (!cache.get(SCOPE, last))
+  if (!cache.get(SCOPE, last)) {
     throw new Error(`the last answer stored (${last}) is not in the cache`);
+  }
   return store;
 }
 
@@ -119,7 +121,7 @@ const suite: BenchSuite = {
         let budget = entries * 400;
         for (let i = 0; i < 4; i++) {
           const c = make(budget);
-          for (let k = 0; k < 2 * entries; k++)
+          for (let k = 0; k < 2 * entries; k++) {
             c.set(
               SCOPE,
               `key-${k.toString(36).padStart(8, '0')}`,
@@ -127,6 +129,7 @@ const suite: BenchSuite = {
               3_600_000,
               performance.now(),
             );
+          }
           budget = Math.ceil((budget * entries) / c.count!);
         }
         return budget;

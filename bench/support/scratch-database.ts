@@ -38,10 +38,11 @@ export function adminUrl(kind: Exclude<BenchDatabaseKind, 'sqlite'>): string {
     case 'mariadb':
       return MARIADB_ADMIN_URL;
     case 'mssql':
-      if (!MSSQL_ADMIN_URL)
+      if (!MSSQL_ADMIN_URL) {
         throw new Error(
           `SQL Server: MSSQL_URL (mssql://user:pass@host:1433/db) is not set; ${MSSQL_HINT}`,
         );
+      }
       return MSSQL_ADMIN_URL;
   }
 }

@@ -39,8 +39,9 @@ export async function spawnServer(o: SpawnServerOptions): Promise<ServerProcess>
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + (o.readyTimeoutMs ?? 60_000);
   for (;;) {
-    if (child.exitCode !== null)
+    if (child.exitCode !== null) {
       throw new Error(`${o.script} exited with ${child.exitCode}:\n${out}`);
+    }
     try {
       const r = await fetch(`${url}${o.readyPath ?? '/health'}`);
       if (r.ok) break;

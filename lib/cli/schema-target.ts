@@ -87,8 +87,9 @@ export async function connect(
     throw new CliUsageError((e as Error).message);
   }
   if (options.type === 'better-sqlite3' && options.database !== ':memory:') {
-    if (!existsSync(options.database))
+    if (!existsSync(options.database)) {
       throw new CliUsageError(SQLITE_FILE_MISSING(options.database));
+    }
   }
   const more = typeof extra === 'function' ? extra(options) : extra;
   const dataSource = new DataSource({ ...options, ...more, logging: false } as DataSourceOptions);

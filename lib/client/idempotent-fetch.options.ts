@@ -89,22 +89,27 @@ const HEADER_TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 /** @internal Merges the defaults once and rejects nonsense early, with the option's name. */
 export function resolveClientOptions(options: IdempotentFetchOptions = {}): ResolvedClientOptions {
   const o = { ...CLIENT_DEFAULTS, random: Math.random, ...stripUndefined(options) };
-  if (!Number.isSafeInteger(o.maxAttempts) || o.maxAttempts < 1)
+  if (!Number.isSafeInteger(o.maxAttempts) || o.maxAttempts < 1) {
     throw new RangeError(OPTION_NOT_POSITIVE_INTEGER('maxAttempts', o.maxAttempts));
+  }
   for (const name of ['timeoutMs', 'baseDelayMs', 'maxDelayMs', 'deadlineMs'] as const) {
     const v = o[name];
     if (v === undefined) continue;
-    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0)
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) {
       throw new RangeError(OPTION_NOT_NON_NEGATIVE(name, v));
+    }
   }
   if (o.timeoutMs === 0) throw new RangeError(OPTION_NOT_NON_NEGATIVE('timeoutMs', 0) + ' (> 0)');
-  if (typeof o.headerName !== 'string' || !HEADER_TOKEN.test(o.headerName))
+  if (typeof o.headerName !== 'string' || !HEADER_TOKEN.test(o.headerName)) {
     throw new TypeError(HEADER_NAME_INVALID(o.headerName));
-  for (const name of ['fetch', 'onRetry', 'random'] as const) {
-    if (o[name] !== undefined && typeof o[name] !== 'function')
-      throw new TypeError(OPTION_NOT_FUNCTION(name));
   }
-  if (o.key !== undefined && typeof o.key !== 'string' && typeof o.key !== 'function')
+  for (const name of ['fetch', 'onRetry', 'random'] as const) {
+    if (o[name] !== undefined && typeof o[name] !== 'function') {
+      throw new TypeError(OPTION_NOT_FUNCTION(name));
+    }
+  }
+  if (o.key !== undefined && typeof o.key !== 'string' && typeof o.key !== 'function') {
     throw new TypeError(OPTION_NOT_FUNCTION('key (or a string)'));
+  }
   return o;
 }

@@ -147,13 +147,15 @@ async function prepare(
   } else if (typeof FormData !== 'undefined' && body instanceof FormData) {
     // Encoded once, so that every attempt sends the same multipart boundary (the same fingerprint).
     const encoded = new Response(body);
-    if (!headers.has('content-type'))
+    if (!headers.has('content-type')) {
       headers.set('content-type', encoded.headers.get('content-type') ?? '');
+    }
     body = await encoded.arrayBuffer();
   }
   // fetch would reject every attempt with this TypeError: say it once, before sending anything.
-  if ((method === 'GET' || method === 'HEAD') && body !== undefined && body !== null)
+  if ((method === 'GET' || method === 'HEAD') && body !== undefined && body !== null) {
     throw new TypeError(BODY_ON_GET(method));
+  }
   let key: string | undefined = headers.get(o.headerName) ?? undefined;
   if (key === undefined && !safe) {
     key = typeof o.key === 'string' ? o.key : o.key ? o.key() : uuidV4();

@@ -63,10 +63,11 @@ export class ConditionalContext {
   /** Sets the (quoted) ETag of the answer, e.g. `versionToETag('counter', row.version)`. */
   setETag(etag: string): void {
     const state = currentConditionalState();
-    if (!state)
+    if (!state) {
       throw new Error(
         'ConditionalContext.setETag() was called outside a @ConditionalUpdate() / @ConditionalRead() request.',
       );
+    }
     state.etag = etag;
   }
 

@@ -108,8 +108,9 @@ export class ConditionalWriter {
       const where = this.preparedKey(e, key);
       let version: VersionValue | undefined;
       let created = false;
-      if (pre.ifMatch !== undefined && pre.ifNoneMatch === '*')
+      if (pre.ifMatch !== undefined && pre.ifNoneMatch === '*') {
         throw preconditionFailed(FAILED.contradictory);
+      }
       if (pre.ifNoneMatch === '*') {
         version = await this.store.insert(e.sql, where, insertValues());
         if (version === undefined) throw preconditionFailed(FAILED.exists);
@@ -176,8 +177,9 @@ export class ConditionalWriter {
       if (pre.ifMatch !== undefined) expected = this.expectedVersions(e, pre.ifMatch);
       const deleted = await this.store.delete(e.sql, where, expected);
       this.record(undefined, false);
-      if (!deleted && pre.ifMatch !== undefined)
+      if (!deleted && pre.ifMatch !== undefined) {
         throw preconditionFailed(pre.ifMatch === '*' ? FAILED.absent : FAILED.stale);
+      }
       return deleted;
     });
   }
@@ -216,8 +218,9 @@ export class ConditionalWriter {
   ): Promise<VersionValue> {
     const expected = this.expectedVersions(e, ifMatch);
     const version = await this.store.update(e.sql, key, set, expected);
-    if (version === undefined)
+    if (version === undefined) {
       throw preconditionFailed(ifMatch === '*' ? FAILED.absent : FAILED.stale);
+    }
     return version;
   }
 
@@ -243,8 +246,9 @@ export class ConditionalWriter {
   ): Promise<null> {
     this.record(undefined, false);
     const exists = await this.db.manager.exists(target, { where: this.keyWhere(e, id) });
-    if (exists || pre.ifMatch !== undefined)
+    if (exists || pre.ifMatch !== undefined) {
       throw preconditionFailed(pre.ifMatch !== undefined ? FAILED.contradictory : FAILED.exists);
+    }
     return null;
   }
 
@@ -257,10 +261,11 @@ export class ConditionalWriter {
     created: boolean,
   ): Promise<ConditionalWriteResult<T>> {
     const entity = await this.db.manager.findOne(target, { where: this.keyWhere(e, id) });
-    if (!entity)
+    if (!entity) {
       throw new Error(
         `${e.name}: the row written by a conditional write could not be read back in its transaction.`,
       );
+    }
     const etag = versionToETag(e.kind, version);
     this.record(etag, created);
     return { entity, etag, created };
@@ -283,8 +288,9 @@ export class ConditionalWriter {
     }
     return e.keys.map((c) => {
       const value = c.getEntityValue(id as ObjectLiteral);
-      if (value === undefined || value === null)
+      if (value === undefined || value === null) {
         throw new Error(ID_MISSING(e.name, c.propertyPath));
+      }
       return value;
     });
   }

@@ -122,10 +122,12 @@ export class ConditionalInterceptor implements NestInterceptor {
     if (
       state.created &&
       Reflect.getMetadata(HTTP_CODE_METADATA, context.getHandler()) === undefined
-    )
+    ) {
       adapter.status(res, HttpStatus.CREATED);
-    if (hasPreconditions(state.preconditions) && !state.consumed)
+    }
+    if (hasPreconditions(state.preconditions) && !state.consumed) {
       this.warnOnce(context, PRECONDITIONS_IGNORED(this.where(context)));
+    }
     return value;
   }
 

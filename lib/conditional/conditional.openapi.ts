@@ -66,12 +66,13 @@ export function applyConditionalOpenApi(
       }),
     );
   }
-  if (meta.kind === 'read')
+  if (meta.kind === 'read') {
     decorators.push(
       swagger.ApiResponse({
         status: 304,
         description: 'Not modified (If-None-Match matched the current ETag)',
       }),
     );
+  }
   return decorators as Array<MethodDecorator & ClassDecorator>;
 }

@@ -78,22 +78,25 @@ export function parseEntityTagCondition(
         weak = true;
         i += 2;
       }
-      if (text[i] !== '"')
+      if (text[i] !== '"') {
         throw new EntityTagSyntaxError(
           'an entity tag must be a quoted string such as "abc" or W/"abc"',
         );
+      }
       const start = ++i;
       while (i < text.length && isEtagc(text.charCodeAt(i))) i++;
-      if (text[i] !== '"')
+      if (text[i] !== '"') {
         throw new EntityTagSyntaxError(
           'an entity tag is not terminated by a double quote, or contains a character not allowed in one',
         );
+      }
       tags.push({ weak, opaque: text.slice(start, i) });
       i++;
     }
     skipOws();
-    if (i < text.length && text[i] !== ',')
+    if (i < text.length && text[i] !== ',') {
       throw new EntityTagSyntaxError('entity tags must be separated by commas');
+    }
   }
   if (star) {
     if (tags.length > 0) throw new EntityTagSyntaxError('"*" cannot be combined with entity tags');

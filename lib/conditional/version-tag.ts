@@ -26,8 +26,9 @@ export function versionToOpaque(kind: VersionKind, version: VersionValue): strin
  */
 export function entityTagToVersion(kind: VersionKind, tag: EntityTag): VersionValue | undefined {
   if (tag.weak) return undefined;
-  if (kind === 'rowversion')
+  if (kind === 'rowversion') {
     return /^[0-9a-f]{16}$/.test(tag.opaque) ? Buffer.from(tag.opaque, 'hex') : undefined;
+  }
   if (!/^(0|[1-9][0-9]{0,14})$/.test(tag.opaque)) return undefined;
   return Number(tag.opaque);
 }

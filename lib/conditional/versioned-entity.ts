@@ -28,8 +28,9 @@ export class VersionedEntity {
     const version = metadata.versionColumn ?? metadata.columns.find(isRowVersion);
     if (!version) throw new Error(NO_VERSION_COLUMN(metadata.name));
     this.kind = isRowVersion(version) ? 'rowversion' : 'counter';
-    if (this.kind === 'rowversion' && !mssql)
+    if (this.kind === 'rowversion' && !mssql) {
       throw new Error(ROWVERSION_NOT_MSSQL(metadata.name, type));
+    }
     this.version = version;
     this.keys = metadata.primaryColumns;
     this.sql = {
@@ -60,8 +61,9 @@ export class VersionedEntity {
   /** The version stored in a loaded entity. */
   versionOf(entity: ObjectLiteral): VersionValue {
     const raw = this.version.getEntityValue(entity);
-    if (this.kind === 'rowversion')
+    if (this.kind === 'rowversion') {
       return Buffer.isBuffer(raw) ? raw : Buffer.from(raw as Uint8Array);
+    }
     return Number(raw);
   }
 
@@ -80,10 +82,17 @@ export class VersionedEntity {
         column === this.version ||
         column.isVirtual ||
         column.isVirtualProperty
-      )
+      ) {
         continue;
-      if (column.isDiscriminator || column.isTreeLevel || column.isDeleteDate || column.isGenerated)
+      }
+      if (
+        column.isDiscriminator ||
+        column.isTreeLevel ||
+        column.isDeleteDate ||
+        column.isGenerated
+      ) {
         continue;
+      }
       if (mode === 'insert' ? !column.isInsert : !column.isUpdate) continue;
       let value = column.getEntityValue(values);
       if (value === undefined && column.isUpdateDate) value = new Date();

@@ -106,12 +106,14 @@ export function openAnswer(
   const head = envelopeHeader(envelope);
   if (!envelope || !head) throw new StoredAnswerError('unreadable', ENVELOPE_MALFORMED);
   if (head.version === ENVELOPE_V1) return openV1(envelope, ring);
-  if (head.version !== ENVELOPE_V2)
+  if (head.version !== ENVELOPE_V2) {
     throw new StoredAnswerError('unreadable', ENVELOPE_VERSION(head.version));
+  }
   const keyId = head.keyId;
   const start = 2 + (envelope[1] ?? 0);
-  if (keyId === undefined || keyId === '' || envelope.length < start + 28)
+  if (keyId === undefined || keyId === '' || envelope.length < start + 28) {
     throw new StoredAnswerError('unreadable', ENVELOPE_MALFORMED);
+  }
   const key = ring.key(keyId);
   if (!key) throw new StoredAnswerError('key-unknown', ENVELOPE_KEY_UNKNOWN(keyId), keyId);
   try {
@@ -144,8 +146,9 @@ function openV1(
       // not this key
     }
   }
-  if (!ring.key(LEGACY_KEY_ID))
+  if (!ring.key(LEGACY_KEY_ID)) {
     throw new StoredAnswerError('key-unknown', ENVELOPE_KEY_UNKNOWN(LEGACY_KEY_ID), LEGACY_KEY_ID);
+  }
   throw new StoredAnswerError('unreadable', ENVELOPE_TAMPERED(LEGACY_KEY_ID));
 }
 

@@ -75,8 +75,9 @@ export class KeyRing {
       if (key.length !== 32) throw new Error(RING_BAD_KEY(k.id, key.length));
       if (seen.has(k.id)) throw new Error(RING_DUPLICATE_ID(k.id));
       const hex = key.toString('hex');
-      for (const [id, other] of seen)
+      for (const [id, other] of seen) {
         if (other === hex) throw new Error(RING_DUPLICATE_KEY(id, k.id));
+      }
       seen.set(k.id, hex);
       return { id: k.id, key: Buffer.from(key) };
     });

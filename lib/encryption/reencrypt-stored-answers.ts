@@ -142,8 +142,9 @@ function resealed(
     return { headers: next.headers, body: next.body! };
   } catch (e) {
     report.unreadable++;
-    if (e instanceof StoredAnswerError && e.fault === 'key-unknown' && e.keyId)
+    if (e instanceof StoredAnswerError && e.fault === 'key-unknown' && e.keyId) {
       missing.add(e.keyId);
+    }
     return undefined;
   }
 }

@@ -286,8 +286,9 @@ export class CallGate {
       }
       if (json === undefined) throw new Unstorable(notSnapshottable('a reply that is not JSON'));
       body = Buffer.from(json);
-      if (body.length > call.opts.maxResponseBytes)
+      if (body.length > call.opts.maxResponseBytes) {
         throw new Unstorable(responseTooLarge(body.length, call.opts.maxResponseBytes));
+      }
     }
     const status = body ? 200 : 204;
     const encoded = encodeSnapshot(
@@ -319,8 +320,9 @@ export class CallGate {
         const again = await this.ledger.reserve(call.ledger);
         if (again.kind !== 'reserved') return;
         const answer = this.encodeError(call, stored);
-        if (!(await this.ledger.complete(again.reservation, answer, { ttlMs: call.opts.ttl })))
+        if (!(await this.ledger.complete(again.reservation, answer, { ttlMs: call.opts.ttl }))) {
           throw new Error('reserved record vanished');
+        }
       });
     } catch (e) {
       this.log('warn', 'store-4xx-failed', call, { error: errorText(e) });
@@ -389,8 +391,9 @@ export class CallGate {
   /** After the transaction threw: the handler's error, or what the failure means for the caller. */
   private async failed(call: GuardedCall, e: unknown): Promise<CallOutcome> {
     if (e instanceof HandlerFailed) {
-      if (e.stored && call.opts.mode === 'transactional')
+      if (e.stored && call.opts.mode === 'transactional') {
         await this.storeErrorAfterRollback(call, e.stored);
+      }
       throw e.error;
     }
     if (e instanceof Unstorable) return { kind: 'refused', error: e.error };

@@ -158,8 +158,9 @@ export class GateAnswers {
     if (a.kind === 'replay') return this.emit(g, 'replayed', a.snapshot.status);
     const { type, status } = a.error.problem;
     if (type === PROBLEM_TYPES.mismatch) this.emit(g, 'mismatch', status);
-    else if (type === PROBLEM_TYPES.inProgress || type === PROBLEM_TYPES.leaseLost)
+    else if (type === PROBLEM_TYPES.inProgress || type === PROBLEM_TYPES.leaseLost) {
       this.emit(g, 'conflict', status);
+    }
   }
 
   private emit(g: GuardedRequest, kind: IdempotencyEvent['kind'], status: number): void {
@@ -202,14 +203,16 @@ export function unreplayableAnswer(e: unknown): {
 } {
   const fault = e instanceof StoredAnswerError ? e.fault : 'unreadable';
   const keyId = e instanceof StoredAnswerError ? e.keyId : undefined;
-  if (fault === 'key-unknown' && keyId !== undefined)
+  if (fault === 'key-unknown' && keyId !== undefined) {
     return {
       event: 'stored-response-key-unknown',
       fields: { keyId },
       error: storedResponseKeyUnknown(keyId),
     };
-  if (fault === 'plaintext')
+  }
+  if (fault === 'plaintext') {
     return { event: 'stored-response-not-encrypted', error: storedResponseNotEncrypted() };
+  }
   return {
     event: 'stored-response-unreadable',
     fields: { error: errorText(e) },

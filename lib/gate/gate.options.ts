@@ -348,49 +348,59 @@ export const HEADER_TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
 /** Checks of the gate's settings, module-wide and per endpoint. @internal */
 export function validateGateOptions(o: ResolvedGateOptions, fail: (msg: string) => void): void {
-  if (o.mode !== 'transactional' && o.mode !== 'leased')
+  if (o.mode !== 'transactional' && o.mode !== 'leased') {
     fail(`mode must be 'transactional' or 'leased', got ${String(o.mode)}`);
+  }
   if (!(o.ttl > 0)) fail('ttl must be a positive number of milliseconds');
   if (!(o.leaseMs > 0)) fail('leaseMs must be a positive number of milliseconds');
-  if (!(o.maxKeyLength >= 1 && o.maxKeyLength <= 255))
+  if (!(o.maxKeyLength >= 1 && o.maxKeyLength <= 255)) {
     fail('maxKeyLength must be between 1 and 255');
+  }
   if (!(o.maxResponseBytes > 0)) fail('maxResponseBytes must be positive');
-  if (o.mismatchStatus !== 422 && o.mismatchStatus !== 409)
+  if (o.mismatchStatus !== 422 && o.mismatchStatus !== 409) {
     fail('mismatchStatus must be 422 or 409');
-  if (!HEADER_TOKEN.test(o.headerName))
+  }
+  if (!HEADER_TOKEN.test(o.headerName)) {
     fail(`headerName "${o.headerName}" is not a valid header name`);
+  }
   const p = o.inProgress;
-  if (p.policy !== 'reject' && p.policy !== 'wait')
+  if (p.policy !== 'reject' && p.policy !== 'wait') {
     fail(`inProgress.policy must be 'reject' or 'wait', got ${String(p.policy)}`);
+  }
   if (!(p.maxWaitMs >= 0)) fail('inProgress.maxWaitMs must be >= 0');
-  if (!(p.pollIntervalMs > 0))
+  if (!(p.pollIntervalMs > 0)) {
     fail('inProgress.pollIntervalMs must be a positive number of milliseconds');
+  }
   if (o.oversizedResponse !== 'reject' && o.oversizedResponse !== 'store-status-only') {
     fail(
       `oversizedResponse must be 'reject' or 'store-status-only', got ${String(o.oversizedResponse)}`,
     );
   }
-  if (!isStrayWritesPolicy(o.strayWrites))
+  if (!isStrayWritesPolicy(o.strayWrites)) {
     fail(`strayWrites must be 'error', 'warn' or 'ignore', got ${String(o.strayWrites)}`);
-  if (typeof o.storeStatus !== 'function')
+  }
+  if (typeof o.storeStatus !== 'function') {
     fail('storeStatus must be a function (status) => boolean');
-  if (!(Number.isInteger(o.retryAfterSeconds) && o.retryAfterSeconds >= 0))
+  }
+  if (!(Number.isInteger(o.retryAfterSeconds) && o.retryAfterSeconds >= 0)) {
     fail('retryAfterSeconds must be a whole number >= 0');
+  }
   if (!Array.isArray(o.storedHeaders)) fail('storedHeaders must be an array of header names');
   const f = o.fingerprint;
   if (f !== false && typeof f !== 'function') {
-    if (typeof f !== 'object' || f === null)
+    if (typeof f !== 'object' || f === null) {
       fail(
         'fingerprint must be an object of options, a function (request) => string | Buffer, or false',
       );
-    else if (
+    } else if (
       !Array.isArray(f.headers) ||
       !Array.isArray(f.excludeBodyPaths) ||
       !Array.isArray(f.includeBodyPaths)
-    )
+    ) {
       fail(
         'fingerprint.headers, fingerprint.excludeBodyPaths and fingerprint.includeBodyPaths must be arrays',
       );
+    }
   }
   for (const [name, fn] of [
     ['keyResolver', o.keyResolver],
@@ -403,7 +413,8 @@ export function validateGateOptions(o: ResolvedGateOptions, fail: (msg: string) 
     ['replayedHeaderName', o.replayedHeaderName],
     ['statusHeader', o.statusHeader],
   ] as const) {
-    if (header !== undefined && !HEADER_TOKEN.test(header))
+    if (header !== undefined && !HEADER_TOKEN.test(header)) {
       fail(`${name} "${String(header)}" is not a valid header name`);
+    }
   }
 }

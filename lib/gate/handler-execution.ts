@@ -72,15 +72,17 @@ export class HandlerExecution {
             capture.refuse('a stream or file');
             discardStream(value);
             value = undefined;
-          } else if (capture.ended && value !== undefined && value !== null)
+          } else if (capture.ended && value !== undefined && value !== null) {
             capture.refuse('a body written through the response object and a returned value both');
+          }
           subscriber.next(value);
         },
         error: (e) => {
           threw = true;
           handlerDone();
-          if (capture.ended)
+          if (capture.ended) {
             capture.refuse('a body written through the response object and an exception both');
+          }
           subscriber.error(e);
         },
         complete: () => {
@@ -96,10 +98,11 @@ export class HandlerExecution {
     // Throws (500 misconfigured, rolled back) when a write escaped under strayWrites 'error'.
     this.db.strayWrites.end(strayWrites);
     const instance = requestPath(g.req);
-    if (!captured)
+    if (!captured) {
       throw new Abort(() =>
         capture.replace(...problemAnswer(serviceUnavailable(CAPTURE_TIMEOUT), instance)),
       );
+    }
     const unstorable = capture.unstorable ?? (captured.streamed ? 'a streamed body' : undefined);
     if (unstorable) {
       // A bug of the endpoint, not of the request: the server's log says which route and why.
@@ -246,8 +249,9 @@ function snapshotOf(
 ): ResponseSnapshot | undefined {
   const headers = storableHeaders(c.headers, opts.storedHeaders, c.headerNames);
   if (c.body.length <= opts.maxResponseBytes) return { status: c.status, headers, body: c.body };
-  if (opts.oversizedResponse === 'store-status-only')
+  if (opts.oversizedResponse === 'store-status-only') {
     return { status: c.status, headers, body: null, bodyOmitted: true };
+  }
   return undefined;
 }
 

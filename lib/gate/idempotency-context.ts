@@ -78,10 +78,11 @@ export class IdempotencyContext {
   /** A stable key for a downstream call; throws outside a guarded request. */
   derivedKey(purpose = 'default'): string {
     const info = this.current;
-    if (!info)
+    if (!info) {
       throw new Error(
         'IdempotencyContext.derivedKey() was called outside an @Idempotent() request.',
       );
+    }
     return deriveKey(info, purpose);
   }
 }

@@ -54,8 +54,9 @@ export class IdempotencyExceptionFilter implements ExceptionFilter {
   catch(exception: ReplayResponse | ProblemException, host: ArgumentsHost): unknown {
     // A microservice handler under @Idempotent() that throws a problem itself (the RPC adapter
     // turns its own into RpcException): the caller gets the problem, as an RPC error.
-    if (host.getType() === 'rpc' && exception instanceof ProblemException)
+    if (host.getType() === 'rpc' && exception instanceof ProblemException) {
       return throwError(() => rpcProblem(exception));
+    }
     // A GraphQL resolver under @Idempotent() that throws a problem itself: left to the GraphQL
     // driver, which formats it as it formats any HttpException (there is no response to write).
     if (host.getType<string>() === 'graphql') throw exception;

@@ -18,10 +18,12 @@ export function parseIdempotencyKey(value: string, maxLength: number): string {
  */
 export function checkIdempotencyKey(key: string, maxLength: number, source?: string): string {
   if (key.length === 0) throw invalidKey('the key is empty', source);
-  if (key.length > maxLength)
+  if (key.length > maxLength) {
     throw invalidKey(`the key is longer than ${maxLength} characters`, source);
-  if (!VISIBLE_ASCII.test(key))
+  }
+  if (!VISIBLE_ASCII.test(key)) {
     throw invalidKey('the key must contain only visible ASCII characters (0x21-0x7E)', source);
+  }
   return key;
 }
 

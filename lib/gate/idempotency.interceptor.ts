@@ -195,8 +195,9 @@ export class IdempotencyInterceptor implements NestInterceptor {
       if (!opts.required) return undefined;
       throw missingKey(opts.headerName);
     }
-    if (values.length > 1)
+    if (values.length > 1) {
       throw invalidKey(`the ${opts.headerName} header appears ${values.length} times`);
+    }
     // Only HTTP's optional white space (SP, HTAB) around the value, not String#trim's Unicode
     // white space: a key that starts with a no-break space (0xA0) is invalid, not another key.
     return parseIdempotencyKey(values[0].replace(OWS_AROUND, ''), opts.maxKeyLength);

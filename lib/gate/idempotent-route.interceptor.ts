@@ -32,8 +32,9 @@ export class IdempotentRouteInterceptor implements NestInterceptor {
     @Optional() rpc?: RpcIdempotencyInterceptor,
     @Optional() graphql?: GraphqlIdempotencyInterceptor,
   ) {
-    if (!gate || !rpc || !graphql)
+    if (!gate || !rpc || !graphql) {
       throw new IdempotencyMisconfiguredError(IDEMPOTENT_WITHOUT_MODULE);
+    }
     this.gate = gate;
     this.rpc = rpc;
     this.graphql = graphql;

@@ -43,14 +43,17 @@ export class IdempotentRoutesExplorer implements OnModuleInit {
         if (Reflect.getMetadata(PATTERN_METADATA, handler) !== undefined) {
           // A class-wide @Idempotent() leaves its event handlers alone (the RPC adapter passes them).
           const own = this.reflector.get(IDEMPOTENT_METADATA, handler) !== undefined;
-          if (own && Reflect.getMetadata(PATTERN_HANDLER_METADATA, handler) === EVENT_HANDLER)
+          if (own && Reflect.getMetadata(PATTERN_HANDLER_METADATA, handler) === EVENT_HANDLER) {
             throw new Error(IDEMPOTENT_ON_EVENT(where));
+          }
           continue;
         }
-        if (this.reflector.get(IDEMPOTENT_METADATA, handler)?.keyFrom)
+        if (this.reflector.get(IDEMPOTENT_METADATA, handler)?.keyFrom) {
           throw new Error(KEY_FROM_ON_HTTP_ROUTE(where));
-        if (Reflect.getMetadata(SSE_METADATA, handler))
+        }
+        if (Reflect.getMetadata(SSE_METADATA, handler)) {
           throw new Error(RESPONSE_PASSTHROUGH(where));
+        }
         const args: Record<string, unknown> =
           Reflect.getMetadata(ROUTE_ARGS_METADATA, metatype, name) ?? {};
         const usesRes = Object.keys(args).some(

@@ -34,8 +34,9 @@ export class LeasedMode extends GateMode {
         decision = await this.ledger.reserve(g.ledger);
       });
     } catch (e) {
-      if (!decision || decision.kind === 'reserved')
+      if (!decision || decision.kind === 'reserved') {
         return this.handler.afterFailure(e, g, undefined, subscriber);
+      }
     }
     if (!decision) return;
     if (decision.kind !== 'reserved') return this.settle(g, decision, next, subscriber);

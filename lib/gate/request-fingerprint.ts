@@ -56,8 +56,9 @@ export function requestFingerprint(input: FingerprintInput): Buffer {
  */
 function lengthPrefixed(parts: ReadonlyArray<string | Buffer>): Buffer {
   let size = 0;
-  for (const p of parts)
+  for (const p of parts) {
     size += 4 + (typeof p === 'string' ? Buffer.byteLength(p, 'utf8') : p.length);
+  }
   const out = Buffer.allocUnsafe(size);
   let at = 0;
   for (const p of parts) {

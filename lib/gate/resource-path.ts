@@ -26,12 +26,13 @@ export function resourcePath(template: string, params: unknown): string {
       // An optional group (`{/:format}`): present only when each of its parameters is.
       const present = part.names.every((n) => values[n] !== undefined && values[n] !== '');
       for (const n of part.names) used.add(n);
-      if (present)
+      if (present) {
         out += part.parts
           .map((p) =>
             typeof p === 'string' ? p : encodeValue(values[p.name], p.kind === 'wildcard'),
           )
           .join('');
+      }
     }
   }
   out = trimTrailingSlash(out);

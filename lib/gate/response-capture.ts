@@ -96,11 +96,12 @@ export class ResponseCapture {
     (raw as CapturedRaw)[CAPTURE] = this;
     Object.defineProperty(raw, 'writableEnded', { configurable: true, get: writableEndedOf });
     // Express's file senders stream the file after the handler returned: refused up front.
-    for (const name of FILE_SENDERS)
+    for (const name of FILE_SENDERS) {
       if (typeof (raw as any)[name] === 'function') {
         this.platformMethods.push([name, (raw as any)[name]]);
         (raw as any)[name] = (...args: unknown[]) => self.onFileSender(name, args);
       }
+    }
   }
 
   /** The captured response's `writeHead`: the status and headers are held back. */
@@ -123,8 +124,9 @@ export class ResponseCapture {
   /** The captured response's `end`: the answer is complete and frozen. */
   onEnd(chunk?: any, enc?: any, cb?: any): ServerResponse {
     const callback = typeof chunk === 'function' ? chunk : typeof enc === 'function' ? enc : cb;
-    if (typeof chunk !== 'function')
+    if (typeof chunk !== 'function') {
       this.push(chunk, typeof enc === 'string' ? (enc as BufferEncoding) : undefined);
+    }
     // The first end() is the answer's: a later one (a second answer) changes nothing of it.
     if (!this.settled && typeof callback === 'function') this.endCallback = callback;
     this.settle();
@@ -226,8 +228,9 @@ export class ResponseCapture {
     const f = this.frozen;
     if (f) {
       const out: OutgoingHttpHeaders = {};
-      for (const [lower, value] of Object.entries(f.headers))
+      for (const [lower, value] of Object.entries(f.headers)) {
         if (value !== undefined) out[f.headerNames[lower] ?? lower] = value;
+      }
       this.raw.writeHead(f.status, out);
     } else if (this.head) this.raw.writeHead(this.head.status, this.head.headers);
     if (gateMidResponse.hasSubscribers && body.length > 1) return this.releaseInTwoParts(body);
@@ -244,8 +247,9 @@ export class ResponseCapture {
     const half = Math.floor(body.length / 2);
     const status = this.head?.status ?? this.raw.statusCode;
     this.raw.write(body.subarray(0, half), () => {
-      if (gateMidResponse.hasSubscribers)
+      if (gateMidResponse.hasSubscribers) {
         gateMidResponse.publish({ status, sentBytes: half, totalBytes: body.length });
+      }
       this.raw.end(body.subarray(half), this.endCallback);
     });
   }
@@ -345,12 +349,14 @@ function capturingPrototypeOf(base: object): CapturingPrototype {
       },
     },
   };
-  for (const name of FILE_SENDERS)
-    if (typeof b[name] === 'function')
+  for (const name of FILE_SENDERS) {
+    if (typeof b[name] === 'function') {
       members[name] = method(function (this: ServerResponse, ...args: unknown[]) {
         const capture = active.get(this);
         return capture ? capture.onFileSender(name, args) : b[name].apply(this, args);
       });
+    }
+  }
   const made: CapturingPrototype = { base, proto: Object.create(base, members), active };
   capturingPrototypes.set(base, made);
   return made;

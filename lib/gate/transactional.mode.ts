@@ -35,8 +35,9 @@ export class TransactionalMode extends GateMode {
     } catch (e) {
       // A replay or conflict wrote nothing: if only the end of its transaction failed (Babelfish
       // rolls a transaction back itself after a lock time-out), the decision stands.
-      if (!decision || decision.kind === 'reserved')
+      if (!decision || decision.kind === 'reserved') {
         return this.handler.afterFailure(e, g, capture, subscriber);
+      }
     }
     if (!decision) return;
     this.ledger.observe(g.opts, decision.kind === 'replay');

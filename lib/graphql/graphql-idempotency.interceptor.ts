@@ -62,8 +62,9 @@ export class GraphqlIdempotencyInterceptor implements NestInterceptor {
     const [, args, gqlContext, info] = context.getArgs() as [unknown, unknown, unknown, any];
     // Only a root mutation field is guarded: a class-wide @Idempotent() leaves the class's
     // queries and field resolvers alone (a decorated one is refused at boot).
-    if (!info || !info.schema || info.parentType !== info.schema.getMutationType())
+    if (!info || !info.schema || info.parentType !== info.schema.getMutationType()) {
       return next.handle();
+    }
     const opts = this.endpoints.of(context);
     const http = graphqlHttpOf(gqlContext);
     const path = responsePathOf(info.path);
@@ -168,8 +169,9 @@ export class GraphqlIdempotencyInterceptor implements NestInterceptor {
       if (!opts.required) return undefined;
       throw missingKey(opts.headerName);
     }
-    if (values.length > 1)
+    if (values.length > 1) {
       throw invalidKey(`the ${opts.headerName} header appears ${values.length} times`);
+    }
     return parseIdempotencyKey(values[0].replace(OWS_AROUND, ''), opts.maxKeyLength);
   }
 

@@ -71,11 +71,13 @@ export function storableGraphqlError(
   storeStatus: (status: number) => boolean,
 ): StoredError | undefined {
   const e = error as { getStatus?: () => unknown; getResponse?: () => unknown; message?: unknown };
-  if (!e || typeof e.getStatus !== 'function' || typeof e.getResponse !== 'function')
+  if (!e || typeof e.getStatus !== 'function' || typeof e.getResponse !== 'function') {
     return undefined;
+  }
   const status = e.getStatus();
-  if (typeof status !== 'number' || status < 400 || status >= 500 || !storeStatus(status))
+  if (typeof status !== 'number' || status < 400 || status >= 500 || !storeStatus(status)) {
     return undefined;
+  }
   const response = e.getResponse();
   try {
     JSON.stringify(response);

@@ -48,7 +48,7 @@ export class IdempotentResolversExplorer implements OnModuleInit {
         );
         const where = `${metatype.name}.${name}()`;
         const isMutation = kind === MUTATION_RESOLVER && !fieldResolver;
-        if (own && !isMutation)
+        if (own && !isMutation) {
           throw new Error(
             IDEMPOTENT_ON_GRAPHQL_READ(
               where,
@@ -59,8 +59,10 @@ export class IdempotentResolversExplorer implements OnModuleInit {
                   : 'field resolver (@ResolveField())',
             ),
           );
-        if (isMutation && (own ?? classOptions)?.keyResolver)
+        }
+        if (isMutation && (own ?? classOptions)?.keyResolver) {
           throw new Error(KEY_RESOLVER_ON_GRAPHQL(where));
+        }
       }
     }
   }

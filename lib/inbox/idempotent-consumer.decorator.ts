@@ -37,8 +37,9 @@ function copyMetadata(from: object, to: object): void {
 export function IdempotentConsumer(options: IdempotentConsumerOptions = {}): MethodDecorator {
   return (target: object, key: string | symbol, descriptor: PropertyDescriptor) => {
     const original = descriptor.value;
-    if (typeof original !== 'function')
+    if (typeof original !== 'function') {
       throw new TypeError('@IdempotentConsumer() decorates methods only.');
+    }
     const className = (target as any).constructor?.name ?? 'Anonymous';
     const def: IdempotentConsumerDefinition = {
       consumer: options.consumer ?? `${className}.${String(key)}`,
@@ -46,8 +47,9 @@ export function IdempotentConsumer(options: IdempotentConsumerOptions = {}): Met
     };
 
     const wrapped = function (this: unknown, ...args: unknown[]): Promise<unknown> {
-      if (INBOX_HANDLED.getStore() === wrapped)
+      if (INBOX_HANDLED.getStore() === wrapped) {
         return INBOX_HANDLED.exit(() => Promise.resolve(original.apply(this, args)));
+      }
       const inbox = runningInboxService();
       if (!inbox) return Promise.reject(new Error(NO_INBOX_SERVICE(def.consumer)));
       const message: ConsumedMessage = {

@@ -79,8 +79,9 @@ export async function consumeMessage(
   try {
     id = messageIdOf(def, message);
     // An id the table cannot hold never succeeds either: refused, not retried forever.
-    if (id.length > MAX_MESSAGE_ID_LENGTH)
+    if (id.length > MAX_MESSAGE_ID_LENGTH) {
       throw new TypeError(MESSAGE_ID_INVALID(def.consumer, MAX_MESSAGE_ID_LENGTH));
+    }
   } catch (e) {
     // It will never get an id: requeueing would loop. Dead-lettered when the queue has a DLX.
     delivery.reject();

@@ -68,10 +68,12 @@ export function resolveInboxOptions(
 
 /** Checks of the inbox options. @internal */
 export function validateInboxOptions(o: ResolvedInboxOptions, fail: (msg: string) => void): void {
-  if (!isStrayWritesPolicy(o.strayWrites))
+  if (!isStrayWritesPolicy(o.strayWrites)) {
     fail(`inbox.strayWrites must be 'error', 'warn' or 'ignore', got ${String(o.strayWrites)}`);
-  if (!['auto', true, false].includes(o.acknowledge))
+  }
+  if (!['auto', true, false].includes(o.acknowledge)) {
     fail(`inbox.acknowledge must be 'auto', true or false, got ${String(o.acknowledge)}`);
+  }
   const backoff = inboxBackoffProblem(o);
   if (backoff) fail(backoff);
 }

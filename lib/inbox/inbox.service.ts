@@ -112,8 +112,9 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
   ): Promise<InboxResult<T>> {
     this.validate(consumer, messageId);
     const opts = InboxService.checkOptions({ ...this.options.inbox, ...stripUndefined(options) });
-    if (this.db.txHost.isTransactionActive())
+    if (this.db.txHost.isTransactionActive()) {
       return this.processJoined(consumer, messageId, handler, opts);
+    }
     if (this.store.nonBlockingReads && this.redeliveries.readFirst(consumer)) {
       const settled = await this.lookUpSettled(consumer, messageId);
       if (settled) {
@@ -240,8 +241,9 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
     opts: Required<InboxOptions>,
   ): Promise<InboxResult<T>> {
     const claim = await this.claim(consumer, messageId);
-    if (claim.outcome !== 'claimed')
+    if (claim.outcome !== 'claimed') {
       return this.settle(consumer, messageId, claim, undefined as T, opts);
+    }
     const result = await handler();
     return this.settle(consumer, messageId, claim, result, opts);
   }
@@ -274,8 +276,9 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
       case 'failed': {
         this.metrics.inboxDuplicates.add(1, attrs);
         this.emit('duplicate', consumer, messageId, claim.attempts);
-        if (opts.onMaxAttempts === 'ack')
+        if (opts.onMaxAttempts === 'ack') {
           return { status: 'failed', duplicate: true, attempts: claim.attempts };
+        }
         const row = await this.find(consumer, messageId).catch(() => undefined);
         throw new InboxMessageFailedError(
           consumer,
@@ -315,8 +318,9 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
       return { status: 'duplicate', duplicate: true, attempts: count.attempts };
     }
     if (count.status !== 'failed') {
-      if (error !== null && typeof error === 'object')
+      if (error !== null && typeof error === 'object') {
         this.failedAttempts.set(error, count.attempts);
+      }
       throw error;
     }
     this.metrics.inboxFailed.add(1, { consumer });
@@ -358,12 +362,15 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
   }
 
   private static checkOptions(o: Required<InboxOptions>): Required<InboxOptions> {
-    if (!Number.isInteger(o.maxAttempts) || o.maxAttempts < 1)
+    if (!Number.isInteger(o.maxAttempts) || o.maxAttempts < 1) {
       throw new TypeError(MAX_ATTEMPTS_INVALID(o.maxAttempts));
-    if (o.onMaxAttempts !== 'ack' && o.onMaxAttempts !== 'rethrow')
+    }
+    if (o.onMaxAttempts !== 'ack' && o.onMaxAttempts !== 'rethrow') {
       throw new TypeError(ON_MAX_ATTEMPTS_INVALID(o.onMaxAttempts));
-    if (o.strayWrites !== 'error' && o.strayWrites !== 'warn' && o.strayWrites !== 'ignore')
+    }
+    if (o.strayWrites !== 'error' && o.strayWrites !== 'warn' && o.strayWrites !== 'ignore') {
       throw new TypeError(STRAY_WRITES_INVALID(o.strayWrites));
+    }
     const backoff = inboxBackoffProblem(o);
     if (backoff) throw new TypeError(backoff);
     return o;

@@ -29,12 +29,14 @@ export function kafkaRecordPosition(context: unknown): KafkaRecordPosition | und
     typeof ctx.getPartition !== 'function' ||
     typeof ctx.getTopic !== 'function' ||
     typeof ctx.getConsumer !== 'function'
-  )
+  ) {
     return undefined;
+  }
   const consumer = ctx.getConsumer();
   const offset = ctx.getMessage?.()?.offset;
-  if (!consumer || typeof consumer.commitOffsets !== 'function' || offset === undefined)
+  if (!consumer || typeof consumer.commitOffsets !== 'function' || offset === undefined) {
     return undefined;
+  }
   return { consumer, topic: ctx.getTopic(), partition: ctx.getPartition(), offset: String(offset) };
 }
 

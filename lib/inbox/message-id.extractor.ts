@@ -86,17 +86,20 @@ export function defaultMessageId(message: ConsumedMessage): string | undefined {
 export function messageHeader(message: ConsumedMessage, name: string): string | undefined {
   const ctx = message.context as Record<string, any> | undefined;
   if (ctx && typeof ctx === 'object') {
-    if (typeof ctx.getChannelRef === 'function' && typeof ctx.getMessage === 'function')
+    if (typeof ctx.getChannelRef === 'function' && typeof ctx.getMessage === 'function') {
       return header(ctx.getMessage()?.properties?.headers, name);
+    }
     if (typeof ctx.getSubject === 'function' && typeof ctx.getHeaders === 'function') {
       const headers = ctx.getHeaders();
       if (headers && typeof headers.get === 'function') return text(headers.get(name));
       return header(headers, name);
     }
-    if (typeof ctx.getPartition === 'function' && typeof ctx.getMessage === 'function')
+    if (typeof ctx.getPartition === 'function' && typeof ctx.getMessage === 'function') {
       return header(ctx.getMessage()?.headers, name);
-    if (typeof ctx.getPacket === 'function')
+    }
+    if (typeof ctx.getPacket === 'function') {
       return header(ctx.getPacket()?.properties?.userProperties, name);
+    }
   }
   const data = message.data;
   if (!data || typeof data !== 'object' || Buffer.isBuffer(data)) return undefined;

@@ -24,8 +24,9 @@ export interface RmqDelivery {
 /** The RabbitMQ delivery of an RmqContext, when the context is one. */
 export function rmqDelivery(context: unknown): RmqDelivery | undefined {
   const ctx = context as any;
-  if (!ctx || typeof ctx.getChannelRef !== 'function' || typeof ctx.getMessage !== 'function')
+  if (!ctx || typeof ctx.getChannelRef !== 'function' || typeof ctx.getMessage !== 'function') {
     return undefined;
+  }
   const channel = ctx.getChannelRef();
   const message = ctx.getMessage();
   return channel && message ? { channel, message } : undefined;
@@ -119,8 +120,9 @@ export class RmqDeliveryAcknowledger implements OnModuleDestroy, InboxDeliverySo
       };
     }
     const mode = acknowledge ?? this.options.inbox.acknowledge;
-    if (mode !== false && request.handlerKind === 'event' && this.noAckOf(rmq) === true)
+    if (mode !== false && request.handlerKind === 'event' && this.noAckOf(rmq) === true) {
       return IN_PLACE_RETRY;
+    }
     return undefined;
   }
 

@@ -19,8 +19,9 @@ export function headerValues(req: any, name: string): string[] {
   const raw = rawRequest(req).rawHeaders ?? [];
   const lower = name.toLowerCase();
   const out: string[] = [];
-  for (let i = 0; i + 1 < raw.length; i += 2)
+  for (let i = 0; i + 1 < raw.length; i += 2) {
     if (raw[i].toLowerCase() === lower) out.push(raw[i + 1]);
+  }
   return out;
 }
 
@@ -88,9 +89,9 @@ const ONE_CHUNK_MAX_BYTES = 64 * 1024;
  * second chunk and a costlier `writev` (seen in CPU profiles of replays).
  */
 export function endWith(r: ServerResponse, body: Buffer | string, callback?: () => void): void {
-  if (Buffer.isBuffer(body) && body.length > 0 && body.length <= ONE_CHUNK_MAX_BYTES)
+  if (Buffer.isBuffer(body) && body.length > 0 && body.length <= ONE_CHUNK_MAX_BYTES) {
     r.end(body.toString('latin1'), 'latin1', callback);
-  else r.end(body, callback);
+  } else r.end(body, callback);
 }
 
 /**

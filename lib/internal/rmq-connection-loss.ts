@@ -106,8 +106,9 @@ export function listenToEveryChannel(manager: unknown, onError: (error: unknown)
     listenToChannelErrors(channel, onError);
     return channel;
   };
-  if (Array.isArray(m._channels))
+  if (Array.isArray(m._channels)) {
     for (const channel of m._channels) listenToChannelErrors(channel, onError);
+  }
 }
 
 /** Nest's ClientRMQ (11.x and 12.x) as far as `watchRmqClient` reads it. */
@@ -165,8 +166,9 @@ export function settleConsumeReplies(
   settledChannels.add(channel);
   c.consume = function (this: unknown, queue: string, ...rest: unknown[]) {
     const reply = consume.call(this, queue, ...rest);
-    if (reply && typeof (reply as Promise<unknown>).catch === 'function')
+    if (reply && typeof (reply as Promise<unknown>).catch === 'function') {
       (reply as Promise<unknown>).catch((error: unknown) => onError(queue, error));
+    }
     return reply;
   };
 }

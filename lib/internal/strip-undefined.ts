@@ -5,7 +5,8 @@
  */
 export function stripUndefined<T extends object>(o: T): Partial<T> {
   const out: Partial<T> = {};
-  for (const [k, v] of Object.entries(o))
+  for (const [k, v] of Object.entries(o)) {
     if (v !== undefined) (out as Record<string, unknown>)[k] = v;
+  }
   return out;
 }

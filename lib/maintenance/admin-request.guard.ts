@@ -46,13 +46,14 @@ export class AdminSameOriginGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
     const req = context.switchToHttp().getRequest<{ headers: Headers }>();
     const origin = crossSiteOrigin(req.headers ?? {}, this.trustedOrigins);
-    if (origin !== undefined)
+    if (origin !== undefined) {
       throw problem(
         403,
         PROBLEM_TYPES.adminCrossSite,
         'Cross-site request refused',
         ADMIN_CROSS_SITE(origin),
       );
+    }
     return true;
   }
 }
@@ -67,10 +68,11 @@ export type AdminPrincipalResolver = (request: any) => string | undefined;
 export const defaultAdminPrincipal: AdminPrincipalResolver = (request) => {
   const user = request?.user;
   if (typeof user === 'string') return user;
-  if (user && typeof user === 'object')
+  if (user && typeof user === 'object') {
     for (const field of ['id', 'sub', 'username', 'name', 'email']) {
       const v = (user as Record<string, unknown>)[field];
       if (typeof v === 'string' || typeof v === 'number') return String(v);
     }
+  }
   return undefined;
 };

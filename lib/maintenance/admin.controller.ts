@@ -98,15 +98,17 @@ function inboxMessageId(id: string): string {
 
 function statusParam(value: string | undefined): OutboxStatus | undefined {
   if (value === undefined || value === '') return undefined;
-  if (!(OUTBOX_STATUSES as readonly string[]).includes(value))
+  if (!(OUTBOX_STATUSES as readonly string[]).includes(value)) {
     throw badRequest(ADMIN_BAD_STATUS(value, OUTBOX_STATUSES));
+  }
   return value as OutboxStatus;
 }
 
 function inboxStatusParam(value: string | undefined): InboxStatus | undefined {
   if (value === undefined || value === '') return undefined;
-  if (!(INBOX_STATUSES as readonly string[]).includes(value))
+  if (!(INBOX_STATUSES as readonly string[]).includes(value)) {
     throw badRequest(ADMIN_BAD_INBOX_STATUS(value, INBOX_STATUSES));
+  }
   return value as InboxStatus;
 }
 
@@ -131,8 +133,9 @@ function wholeParam(value: string | undefined, name: string, max: number): numbe
 }
 
 function single(value: unknown, name: string): string | undefined {
-  if (Array.isArray(value))
+  if (Array.isArray(value)) {
     throw badRequest(`The query parameter "${name}" was given more than once.`);
+  }
   return typeof value === 'string' ? value : undefined;
 }
 
@@ -173,8 +176,9 @@ const ISO_TIME = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{
 function timeParam(value: string | undefined, name: string): Date | undefined {
   if (value === undefined || value === '') return undefined;
   const d = new Date(value);
-  if (!ISO_TIME.test(value) || isNaN(d.getTime()))
+  if (!ISO_TIME.test(value) || isNaN(d.getTime())) {
     throw badRequest(ADMIN_FILTER_BAD_TIME(name, value));
+  }
   return d;
 }
 
@@ -189,9 +193,11 @@ function textParam(value: string | undefined, name: string, max: number): string
  * the filter to every dead message), and no criterion at all refused unless `all=true`.
  */
 function deadFilterParam(q: Record<string, unknown>): OutboxDeadLetterFilter {
-  for (const name of Object.keys(q))
-    if (!(DEAD_FILTER_PARAMS as readonly string[]).includes(name))
+  for (const name of Object.keys(q)) {
+    if (!(DEAD_FILTER_PARAMS as readonly string[]).includes(name)) {
       throw badRequest(ADMIN_FILTER_UNKNOWN(name, DEAD_FILTER_PARAMS));
+    }
+  }
   const all = single(q.all, 'all');
   if (all !== undefined && all !== 'true') throw badRequest(ADMIN_FILTER_BAD_ALL(all));
   const filter: OutboxDeadLetterFilter = {
@@ -201,8 +207,9 @@ function deadFilterParam(q: Record<string, unknown>): OutboxDeadLetterFilter {
     failedBefore: timeParam(single(q.failedBefore, 'failedBefore'), 'failedBefore'),
     errorContains: textParam(single(q.error, 'error'), 'error', 500),
   };
-  if (filter.failedAfter && filter.failedBefore && !(filter.failedAfter < filter.failedBefore))
+  if (filter.failedAfter && filter.failedBefore && !(filter.failedAfter < filter.failedBefore)) {
     throw badRequest(ADMIN_FILTER_BAD_RANGE);
+  }
   const given = Object.values(filter).some((v) => v !== undefined);
   if (!given && all !== 'true') throw badRequest(ADMIN_FILTER_EMPTY);
   return { ...filter, all: all === 'true' };
@@ -345,11 +352,13 @@ export function createAdminController(options: AdminControllerOptions = {}): Typ
     @Get('outbox')
     listOutbox(@Query() q: Record<string, unknown>): Promise<OutboxEntry[]> {
       const afterSeq = single(q.afterSeq, 'afterSeq');
-      if (afterSeq !== undefined && !/^\d{1,19}$/.test(afterSeq))
+      if (afterSeq !== undefined && !/^\d{1,19}$/.test(afterSeq)) {
         throw badRequest('afterSeq must be a sequence number.');
+      }
       const order = single(q.order, 'order');
-      if (order !== undefined && order !== 'oldest' && order !== 'newest')
+      if (order !== undefined && order !== 'oldest' && order !== 'newest') {
         throw badRequest(ADMIN_BAD_ORDER(order));
+      }
       return this.admin.listOutbox({
         status: statusParam(single(q.status, 'status')),
         partitionKey: single(q.partitionKey, 'partitionKey'),
@@ -458,8 +467,9 @@ export function createAdminController(options: AdminControllerOptions = {}): Typ
       @Req() req: unknown,
     ): Promise<ReencryptReport> {
       const after = single(q.after, 'after');
-      if (after !== undefined && !/^\d{1,19}$/.test(after))
+      if (after !== undefined && !/^\d{1,19}$/.test(after)) {
         throw badRequest(ADMIN_BAD_CURSOR(after));
+      }
       const batchSize = wholeParam(single(q.batchSize, 'batchSize'), 'batchSize', 5000);
       const maxBatches = wholeParam(single(q.maxBatches, 'maxBatches'), 'maxBatches', 1000) ?? 20;
       if (!this.encrypted) throw conflict(REENCRYPT_NO_RING);

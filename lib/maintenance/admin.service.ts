@@ -258,8 +258,9 @@ export class IdempotencyAdminService {
     const before = await this.store.findInboxRecord(consumer, messageId);
     if (!before) return { outcome: 'not-found' };
     if (before.status === 'processed') return { outcome: 'not-resettable', status: 'processed' };
-    if ((await this.store.resetInboxRecord(consumer, messageId)) === 1)
+    if ((await this.store.resetInboxRecord(consumer, messageId)) === 1) {
       return { outcome: 'reset', record: before };
+    }
     const now = await this.store.findInboxRecord(consumer, messageId);
     return now ? { outcome: 'not-resettable', status: now.status } : { outcome: 'not-found' };
   }
@@ -289,9 +290,11 @@ export class IdempotencyAdminService {
       this.store.inboxCounts(),
     ]);
     const sentPerMinute = new Array<number>(THROUGHPUT_MINUTES).fill(0);
-    for (const b of perMinute)
-      if (b.minutesAgo >= 0 && b.minutesAgo < THROUGHPUT_MINUTES)
+    for (const b of perMinute) {
+      if (b.minutesAgo >= 0 && b.minutesAgo < THROUGHPUT_MINUTES) {
         sentPerMinute[b.minutesAgo] += b.sent;
+      }
+    }
     const consumers = new Map<string, InboxConsumerSummary>();
     for (const c of inbox) {
       const entry = consumers.get(c.consumer) ?? {

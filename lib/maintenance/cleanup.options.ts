@@ -44,8 +44,9 @@ export function validateCleanupOptions(
   if (o.batchSize < 1 || o.batchSize > 4000) fail('cleanup.batchSize must be between 1 and 4000');
   if (!(o.intervalMs > 0)) fail('cleanup.intervalMs must be a positive number of milliseconds');
   if (!(o.timeBudgetMs > 0)) fail('cleanup.timeBudgetMs must be a positive number of milliseconds');
-  if (!(o.dutyCycle > 0 && o.dutyCycle <= 1))
+  if (!(o.dutyCycle > 0 && o.dutyCycle <= 1)) {
     fail('cleanup.dutyCycle must be greater than 0 and at most 1');
+  }
   if (!(o.outboxRetentionMs >= 0)) fail('cleanup.outboxRetentionMs must be >= 0');
   if (!(o.inboxRetentionMs >= 0)) fail('cleanup.inboxRetentionMs must be >= 0');
 }

@@ -181,11 +181,12 @@ export class CleanupService implements OnApplicationBootstrap, BeforeApplication
         const n = await this.statement(table, batchSize, report);
         if (n === batchSize) {
           next.push(table);
-          if (duty < 1)
+          if (duty < 1) {
             report.pausedMs += await this.pause(
               ((performance.now() - t0) * (1 - duty)) / duty,
               started + budget,
             );
+          }
         }
       }
       pending = next;

@@ -87,8 +87,9 @@ export class IdempotencyHealthIndicator {
 
     const relay = this.options.outbox.relayEnabled ? this.relayStatus() : undefined;
     if (relay) {
-      if (relay.heartbeatAt)
+      if (relay.heartbeatAt) {
         details.relayLastPollMsAgo = Math.max(0, Date.now() - relay.heartbeatAt.getTime());
+      }
       if (relay.state === 'running') {
         if ((details.relayLastPollMsAgo ?? 0) > t.relayHeartbeatTimeoutMs) {
           details.relay = 'stale';
@@ -126,8 +127,9 @@ export class IdempotencyHealthIndicator {
       if (row.pending > 0 && row.oldestPendingAgeMs > t.maxPendingAgeMs) {
         reasons.push(HEALTH_BACKLOG_OLD(row.oldestPendingAgeMs, t.maxPendingAgeMs));
       }
-      if (row.dead > t.maxDeadLetters)
+      if (row.dead > t.maxDeadLetters) {
         reasons.push(HEALTH_DEAD_LETTERS(row.dead, t.maxDeadLetters));
+      }
     }
 
     if (relay && Object.keys(relay.publishers).length) {
@@ -153,11 +155,12 @@ export class IdempotencyHealthIndicator {
     const publishers: NonNullable<OutboxHealthDetails['publishers']> = {};
     for (const [name, p] of Object.entries(relay.publishers)) {
       publishers[name] = { pending: pendingByRoute[name] ?? 0 };
-      if (p.outage)
+      if (p.outage) {
         publishers[name].backingOff = {
           forMs: Math.max(0, Date.now() - p.outage.since.getTime()),
           lastError: p.outage.lastError,
         };
+      }
     }
     details.publishers = publishers;
     const unrouted = Object.entries(pendingByRoute).filter(([r, n]) => n > 0 && !publishers[r]);

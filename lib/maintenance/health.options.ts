@@ -25,9 +25,11 @@ export function validateHealthOptions(
   o: Required<HealthOptions>,
   fail: (msg: string) => void,
 ): void {
-  if (!(o.relayHeartbeatTimeoutMs > 0))
+  if (!(o.relayHeartbeatTimeoutMs > 0)) {
     fail('health.relayHeartbeatTimeoutMs must be a positive number of milliseconds');
-  if (!(o.maxPendingAgeMs > 0))
+  }
+  if (!(o.maxPendingAgeMs > 0)) {
     fail('health.maxPendingAgeMs must be a positive number of milliseconds');
+  }
   if (!(o.maxDeadLetters >= 0)) fail('health.maxDeadLetters must be >= 0');
 }

@@ -87,8 +87,9 @@ export class GateTrace {
         [A.gateMode]: mode,
         [A.gateKeyHash]: keyHash(),
       });
-      if (parent.remote)
+      if (parent.remote) {
         span.setAttributes({ [A.urlPath]: request.path, [A.urlScheme]: request.scheme ?? 'http' });
+      }
     }
     return new GateTrace(span, trace.setSpan(parent.context, span));
   }
@@ -118,11 +119,12 @@ export class GateTrace {
     span.setAttribute(A.gateReplayed, outcome === 'replayed');
     if (this.status !== undefined) span.setAttribute(A.httpStatus, this.status);
     if (FAILED.has(outcome)) span.setStatus({ code: SpanStatusCode.ERROR, message: outcome });
-    else if (error !== undefined)
+    else if (error !== undefined) {
       span.setStatus({
         code: SpanStatusCode.ERROR,
         message: error instanceof Error ? error.message : String(error),
       });
+    }
     span.end();
   }
 

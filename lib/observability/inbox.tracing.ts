@@ -85,10 +85,11 @@ export function traceConsume(
         });
         if (duplicate) span.addEvent('inbox.duplicate_skipped');
         // This delivery's failure was the last attempt: recorded failed, acknowledged.
-        if (outcome === 'failed' && !duplicate)
+        if (outcome === 'failed' && !duplicate) {
           recordFailure(span, error ?? new Error('inbox: maxAttempts reached'), {
             [A.inboxDeadLettered]: false,
           });
+        }
       }
       span.end();
     },

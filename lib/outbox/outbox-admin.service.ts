@@ -173,9 +173,11 @@ function criteriaOf(f: OutboxDeadLetterFilter): OutboxDeadFilter {
   if (f.failedBefore !== undefined) c.failedBefore = f.failedBefore;
   if (f.errorContains !== undefined && f.errorContains !== '') c.errorContains = f.errorContains;
   if (Object.keys(c).length === 0 && f.all !== true) throw new OutboxDeadFilterRequiredError();
-  for (const d of [c.failedAfter, c.failedBefore])
-    if (d !== undefined && !(d instanceof Date && !isNaN(d.getTime())))
+  for (const d of [c.failedAfter, c.failedBefore]) {
+    if (d !== undefined && !(d instanceof Date && !isNaN(d.getTime()))) {
       throw new OutboxDeadFilterRequiredError('failedAfter and failedBefore must be valid Dates');
+    }
+  }
   return c;
 }
 

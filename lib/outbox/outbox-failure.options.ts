@@ -51,14 +51,16 @@ export function validateOutboxFailureOptions(
   o: OutboxFailureOptions,
   fail: (msg: string) => void,
 ): void {
-  if (o.retryIf !== undefined && typeof o.retryIf !== 'function')
+  if (o.retryIf !== undefined && typeof o.retryIf !== 'function') {
     fail(
       'outbox.retryIf must be a function (error, message) => boolean, e.g. retryIf: (e) => !(e instanceof ValidationError)',
     );
-  if (o.backoff !== undefined && typeof o.backoff !== 'function')
+  }
+  if (o.backoff !== undefined && typeof o.backoff !== 'function') {
     fail(
       'outbox.backoff must be a function (attempt, message, error) => milliseconds, e.g. backoff: (n) => 1000 * n',
     );
+  }
   const byType = o.maxAttemptsByType as unknown;
   if (byType === undefined || typeof byType === 'function') return;
   if (typeof byType !== 'object' || byType === null || Array.isArray(byType)) {
@@ -67,7 +69,9 @@ export function validateOutboxFailureOptions(
     );
     return;
   }
-  for (const [type, n] of Object.entries(byType as Record<string, unknown>))
-    if (!(typeof n === 'number' && Number.isInteger(n) && n >= 1))
+  for (const [type, n] of Object.entries(byType as Record<string, unknown>)) {
+    if (!(typeof n === 'number' && Number.isInteger(n) && n >= 1)) {
       fail(`outbox.maxAttemptsByType['${type}'] must be an integer >= 1; got ${String(n)}`);
+    }
+  }
 }

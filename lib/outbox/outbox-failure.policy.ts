@@ -45,8 +45,9 @@ export function decideFailure(
   random: () => number = Math.random,
 ): OutboxFailureDecision {
   const maxAttempts = maxAttemptsOf(p.type, o, onPolicyError);
-  if (isNonRetryable(p.error))
+  if (isNonRetryable(p.error)) {
     return { dead: true, retryInMs: 0, maxAttempts, deadBecause: 'non-retryable' };
+  }
   if (o.retryIf && p.message) {
     let again = true;
     try {
@@ -56,14 +57,16 @@ export function decideFailure(
     }
     if (!again) return { dead: true, retryInMs: 0, maxAttempts, deadBecause: 'retry-if' };
   }
-  if (p.attempt >= maxAttempts)
+  if (p.attempt >= maxAttempts) {
     return { dead: true, retryInMs: 0, maxAttempts, deadBecause: 'max-attempts' };
+  }
   const fallback = () => outboxBackoffMs(p.attempt, o.backoffBaseMs, o.backoffMaxMs, random);
   if (!o.backoff || !p.message) return { dead: false, retryInMs: fallback(), maxAttempts };
   try {
     const ms = o.backoff(p.attempt, p.message, p.error);
-    if (typeof ms === 'number' && Number.isFinite(ms) && ms >= 0)
+    if (typeof ms === 'number' && Number.isFinite(ms) && ms >= 0) {
       return { dead: false, retryInMs: Math.round(ms), maxAttempts };
+    }
     onPolicyError(
       'backoff',
       `returned ${String(ms)}, not a number of ms >= 0; default backoff used`,
@@ -81,8 +84,9 @@ function maxAttemptsOf(
 ): number {
   const byType = o.maxAttemptsByType;
   if (!byType) return o.maxAttempts;
-  if (typeof byType !== 'function')
+  if (typeof byType !== 'function') {
     return Object.prototype.hasOwnProperty.call(byType, type) ? byType[type] : o.maxAttempts;
+  }
   let n: number | undefined;
   try {
     n = byType(type);

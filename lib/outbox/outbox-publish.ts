@@ -36,7 +36,8 @@ export async function publishWithin(
 }
 
 function toError(e: unknown, allowUndefined = false): Error | undefined {
-  if (e === undefined || e === null)
+  if (e === undefined || e === null) {
     return allowUndefined ? undefined : new Error('publish failed');
+  }
   return e instanceof Error ? e : new Error(String(e));
 }

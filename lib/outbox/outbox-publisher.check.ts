@@ -59,8 +59,9 @@ export class OutboxPublisherCheck implements OnApplicationBootstrap {
         params.includes(OutboxService) ||
         declared.some((d) => d.param === OutboxService) ||
         props.some((p) => p.type === OutboxService)
-      )
+      ) {
         names.add(type.name);
+      }
     }
     return [...names];
   }

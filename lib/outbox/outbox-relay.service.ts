@@ -216,8 +216,9 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
   async stop(timeoutMs: number = this.options.outbox.shutdownTimeoutMs): Promise<void> {
     if (this.state === 'running') this.state = 'stopping';
     // In-process handlers see their AbortSignal aborted; what they give up is retried later.
-    for (const x of this.publishers?.values() ?? [])
+    for (const x of this.publishers?.values() ?? []) {
       if (x instanceof InProcessPublisher) x.abortInFlight();
+    }
     this.interruptSleep?.();
     const loop = this.loop;
     if (!loop) return;
@@ -330,12 +331,13 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       traces[i]?.end(outcomes[i], unreachable[i] ? row.attempts : attempt, dead);
     });
     const sent = rows.filter((_, i) => !outcomes[i]);
-    if (outboxAfterPublish.hasSubscribers)
+    if (outboxAfterPublish.hasSubscribers) {
       outboxAfterPublish.publish({
         owner,
         published: sent.length,
         failed: rows.length - sent.length,
       });
+    }
     if (sent.length) {
       const marked = await markSentWithRetries(
         this.store,
@@ -346,7 +348,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       if (marked < sent.length) {
         // Our lease lapsed and another relay took some rows over: it publishes them again.
         this.log('warn', 'lease-lost', { owner, published: sent.length, marked });
-        if (this.events.observed('relay'))
+        if (this.events.observed('relay')) {
           this.events.emit({
             type: 'relay.lease-lost',
             kind: 'lease-lost',
@@ -354,6 +356,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
             published: sent.length,
             marked,
           });
+        }
       }
       result.published = sent.length;
       this.counters.published += sent.length;
@@ -368,8 +371,8 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
         this.metrics.outboxPublishLag.record(Math.max(0, at - m.createdAt.getTime()), attrs);
       });
       this.onPublished(published);
-      if (this.events.observed('relay'))
-        for (const row of sent)
+      if (this.events.observed('relay')) {
+        for (const row of sent) {
           this.events.emit({
             type: 'relay.published',
             kind: 'published',
@@ -377,13 +380,16 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
             eventType: row.type,
             attempts: row.attempts + 1,
           });
+        }
+      }
     }
     const heldBack = rows.filter((_, i) => unreachable[i]);
     if (heldBack.length) {
       const by: Record<string, string> = {};
       rows.forEach((_, i) => {
-        if (unreachable[i] && by[routeOf[i]!] === undefined)
+        if (unreachable[i] && by[routeOf[i]!] === undefined) {
           by[routeOf[i]!] = errorText(outcomes[i]);
+        }
       });
       const text = Object.values(by)[0]!;
       result.unavailable = 0;
@@ -452,7 +458,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
             reason: decision.deadBecause,
             error: text,
           });
-          if (this.events.observed('relay'))
+          if (this.events.observed('relay')) {
             this.events.emit({
               type: 'relay.dead',
               kind: 'dead',
@@ -461,6 +467,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
               attempts: attempt,
               error: text,
             });
+          }
         } else {
           this.log('warn', 'failed', {
             messageId: row.id,
@@ -470,7 +477,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
             retryInMs,
             error: text,
           });
-          if (this.events.observed('relay'))
+          if (this.events.observed('relay')) {
             this.events.emit({
               type: 'relay.retry',
               kind: 'retry',
@@ -480,6 +487,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
               retryInMs,
               error: text,
             });
+          }
         }
         this.onFailed(row, error, dead);
       }),
@@ -607,8 +615,9 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       if (error !== undefined) {
         const passes = (x.outage?.passes ?? 0) + 1;
         const retryInMs = outboxBackoffMs(passes, base, cap);
-        if (!x.outage)
+        if (!x.outage) {
           this.log('warn', 'publisher.backing-off', { publisher: name, retryInMs, error });
+        }
         x.outage = {
           reason: 'broker',
           since: x.outage?.since ?? new Date(),
@@ -736,8 +745,9 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
   private untilNextPass(pollMs: number): number {
     let ms = pollMs;
     const now = Date.now();
-    for (const x of this.perPublisher.values())
+    for (const x of this.perPublisher.values()) {
       if (x.outage && x.retryAt > now) ms = Math.min(ms, x.retryAt - now);
+    }
     return Math.max(1, ms);
   }
 

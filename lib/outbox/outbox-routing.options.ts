@@ -73,17 +73,20 @@ export function validateOutboxRouting(
 ): void {
   const named = o.publishers;
   if (named !== undefined) {
-    if (named === null || typeof named !== 'object' || Array.isArray(named))
+    if (named === null || typeof named !== 'object' || Array.isArray(named)) {
       fail('outbox.publishers must be an object of publishers by name');
+    }
     for (const [name, publisher] of Object.entries(named)) {
       if (!ROUTE_NAME.test(name)) fail(ROUTE_NAME_INVALID(name));
       if (!isPublisher(publisher)) fail(PUBLISHER_INVALID(`outbox.publishers.${name}`));
     }
-    if (o.publisher && Object.prototype.hasOwnProperty.call(named, DEFAULT_ROUTE))
+    if (o.publisher && Object.prototype.hasOwnProperty.call(named, DEFAULT_ROUTE)) {
       fail(DEFAULT_PUBLISHER_TWICE);
+    }
   }
-  if (o.publisher !== undefined && !isPublisher(o.publisher))
+  if (o.publisher !== undefined && !isPublisher(o.publisher)) {
     fail(PUBLISHER_INVALID('outbox.publisher'));
+  }
   if (o.route !== undefined && typeof o.route !== 'function') fail(ROUTE_FUNCTION_NOT_A_FUNCTION);
   const names = outboxRouting(o).names;
   if (o.route && names.size === 0) fail(ROUTE_WITHOUT_PUBLISHERS);

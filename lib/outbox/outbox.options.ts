@@ -93,33 +93,40 @@ export const OUTBOX_DEFAULTS: ResolvedOutboxOptions = {
  */
 export function resolveOutboxOptions(raw: OutboxOptions = {}): ResolvedOutboxOptions {
   const o = { ...OUTBOX_DEFAULTS, ...stripUndefined(raw) };
-  if (raw.publishTimeoutMs === undefined)
+  if (raw.publishTimeoutMs === undefined) {
     o.publishTimeoutMs = Math.min(OUTBOX_DEFAULTS.publishTimeoutMs, Math.floor(o.leaseMs / 2));
+  }
   if (raw.shutdownTimeoutMs === undefined) o.shutdownTimeoutMs = o.publishTimeoutMs + 5000;
   return o;
 }
 
 /** Checks of the outbox options. @internal */
 export function validateOutboxOptions(o: ResolvedOutboxOptions, fail: (msg: string) => void): void {
-  if (!(o.pollIntervalMs > 0))
+  if (!(o.pollIntervalMs > 0)) {
     fail('outbox.pollIntervalMs must be a positive number of milliseconds');
-  if (!(Number.isInteger(o.batchSize) && o.batchSize >= 1 && o.batchSize <= 1000))
+  }
+  if (!(Number.isInteger(o.batchSize) && o.batchSize >= 1 && o.batchSize <= 1000)) {
     fail('outbox.batchSize must be an integer between 1 and 1000');
+  }
   if (!(o.leaseMs > 0)) fail('outbox.leaseMs must be a positive number of milliseconds');
-  if (!(o.publishTimeoutMs > 0))
+  if (!(o.publishTimeoutMs > 0)) {
     fail('outbox.publishTimeoutMs must be a positive number of milliseconds');
+  }
   if (!(o.publishTimeoutMs < o.leaseMs)) {
     fail(
       `outbox.publishTimeoutMs (${o.publishTimeoutMs}) must be below outbox.leaseMs (${o.leaseMs}): a batch must be settled before its lease lapses`,
     );
   }
-  if (!(Number.isInteger(o.maxAttempts) && o.maxAttempts >= 1))
+  if (!(Number.isInteger(o.maxAttempts) && o.maxAttempts >= 1)) {
     fail('outbox.maxAttempts must be an integer >= 1');
-  if (!(o.shutdownTimeoutMs > 0))
+  }
+  if (!(o.shutdownTimeoutMs > 0)) {
     fail('outbox.shutdownTimeoutMs must be a positive number of milliseconds');
+  }
   if (!(o.backoffBaseMs >= 0)) fail('outbox.backoffBaseMs must be >= 0');
-  if (!(o.backoffMaxMs >= o.backoffBaseMs))
+  if (!(o.backoffMaxMs >= o.backoffBaseMs)) {
     fail('outbox.backoffMaxMs must be >= outbox.backoffBaseMs');
+  }
   validateOutboxFailureOptions(o, fail);
   validateOutboxRouting(o, fail);
 }

@@ -74,8 +74,9 @@ export class OutboxService {
     // not a missing transaction; the statement must not run anywhere else either.
     if (runner?.isReleased) throw new QueryRunnerAlreadyReleasedError();
     const inTransaction = !!runner && runner.isTransactionActive;
-    if (!inTransaction && this.options.outbox.requireTransaction)
+    if (!inTransaction && this.options.outbox.requireTransaction) {
       throw new OutboxTransactionRequiredError(!!manager);
+    }
     // The trace context of the request goes into each message's headers (see outbox.tracing.ts).
     const traced = traceOutboxAdd(rows);
     // Ordered (the default), in a transaction: keyed rows are inserted right before its COMMIT,
@@ -92,8 +93,9 @@ export class OutboxService {
       throw e;
     }
     traced.end();
-    if (deferred.length)
+    if (deferred.length) {
       this.db.beforeCommit(runner!, this.insertOrdered, { target, rows: deferred });
+    }
     if (this.options.outbox.wakeOnCommit) {
       if (inTransaction) afterCommit(runner!, () => this.signal.notify());
       else this.signal.notify();
@@ -137,8 +139,9 @@ export class OutboxService {
     } catch (e) {
       throw new OutboxRouteError(ROUTE_THREW(index, (e as Error)?.message ?? String(e)), undefined);
     }
-    if (typeof name !== 'string' || !names.has(name))
+    if (typeof name !== 'string' || !names.has(name)) {
       throw new OutboxRouteError(UNKNOWN_ROUTE(index, name, [...names]), name);
+    }
     return name;
   }
 
@@ -183,13 +186,16 @@ export class OutboxService {
       }
       let headersJson: string | null = null;
       if (headers !== undefined && headers !== null) {
-        if (typeof headers !== 'object' || Array.isArray(headers))
+        if (typeof headers !== 'object' || Array.isArray(headers)) {
           fail('headers must be an object of string values');
+        }
         for (const [name, value] of Object.entries(headers)) {
-          if (!PRINTABLE_ASCII.test(name) || name.length > OUTBOX_LIMITS.headerNameLength)
+          if (!PRINTABLE_ASCII.test(name) || name.length > OUTBOX_LIMITS.headerNameLength) {
             fail(`header name "${name}" is not printable ASCII`);
-          if (RESERVED_HEADERS.has(name.toLowerCase()))
+          }
+          if (RESERVED_HEADERS.has(name.toLowerCase())) {
             fail(`header "${name}" is set by the relay`);
+          }
           if (typeof value !== 'string') fail(`header "${name}" must be a string`);
         }
         headersJson = JSON.stringify(headers);
@@ -207,20 +213,24 @@ export class OutboxService {
         delay !== null &&
         availableAt !== undefined &&
         availableAt !== null
-      )
+      ) {
         fail('give delay or availableAt, not both');
+      }
       if (delay !== undefined && delay !== null) {
-        if (typeof delay !== 'number' || !Number.isFinite(delay) || delay < 0)
+        if (typeof delay !== 'number' || !Number.isFinite(delay) || delay < 0) {
           fail('delay must be a number of milliseconds, 0 or more');
+        }
         delayMs = delay;
       } else if (availableAt !== undefined && availableAt !== null) {
-        if (!(availableAt instanceof Date) || Number.isNaN(availableAt.getTime()))
+        if (!(availableAt instanceof Date) || Number.isNaN(availableAt.getTime())) {
           fail('availableAt must be a valid Date');
+        }
         // Read on this process's clock; the database holds it as a delay on its own clock.
         delayMs = Math.max(0, availableAt.getTime() - Date.now());
       }
-      if (delayMs > OUTBOX_LIMITS.maxDelayMs)
+      if (delayMs > OUTBOX_LIMITS.maxDelayMs) {
         fail(`delay must be at most ${OUTBOX_LIMITS.maxDelayMs} ms (366 days)`);
+      }
       return {
         id: messageId,
         type,

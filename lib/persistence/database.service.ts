@@ -108,12 +108,14 @@ export class DatabaseService implements OnModuleInit, OnApplicationShutdown {
     const tx: EntityManager | undefined = this.txHost.tx;
     // A host whose DataSource is closed was left by an app closed earlier in this process: the
     // plugin is not registered in this one.
-    if (!tx?.connection?.isInitialized)
+    if (!tx?.connection?.isInitialized) {
       throw new IdempotencyMisconfiguredError(
         NO_TRANSACTION_HOST(this.options.transactionConnectionName),
       );
-    if (tx.connection !== this._dataSource)
+    }
+    if (tx.connection !== this._dataSource) {
       throw new IdempotencyMisconfiguredError(TRANSACTION_HOST_ELSEWHERE(this.options.dataSource));
+    }
   }
 
   /** A pooled connection failed outside any query (the server ended its session): logged, never fatal. */
@@ -143,10 +145,11 @@ export class DatabaseService implements OnModuleInit, OnApplicationShutdown {
           NO_TRANSACTION_HOST(this.options.transactionConnectionName),
         );
       }
-      if (!this._txHost)
+      if (!this._txHost) {
         throw new IdempotencyMisconfiguredError(
           NO_TRANSACTION_HOST(this.options.transactionConnectionName),
         );
+      }
     }
     return this._txHost;
   }

@@ -127,14 +127,15 @@ export class IdempotencyLedger {
       const r = await this.sql.reserve(exec, params);
       this.metrics.idempotencyStoreLatency.record(Date.now() - started, { op: 'reserve' });
       if (r.outcome === 'inserted') return reserved(req, r.id, params.leaseToken, since);
-      if (r.outcome === 'locked')
+      if (r.outcome === 'locked') {
         return { kind: 'in-progress', retryAfterSeconds: req.retryAfterSeconds };
+      }
       const row = r.row ?? (await this.sql.find(exec, req.scope, req.key));
       if (!row) continue; // deleted between the two statements (cleanup): try again
       const expired = row.expired;
       const leaseLapsed = row.state === 'started' && row.leaseRemainingMs <= 0;
       if (!expired && !leaseLapsed) return this.settleRow(req, row, since);
-      if (await this.sql.takeOver(exec, row.id, row.leaseToken, params))
+      if (await this.sql.takeOver(exec, row.id, row.leaseToken, params)) {
         return reserved(
           req,
           row.id,
@@ -142,6 +143,7 @@ export class IdempotencyLedger {
           since,
           expired ? 'expired' : 'lease-lapsed',
         );
+      }
       // Someone else changed the record between our read and our compare-and-set: read again.
     }
     return { kind: 'in-progress', retryAfterSeconds: req.retryAfterSeconds };
@@ -170,11 +172,12 @@ export class IdempotencyLedger {
         ? this.settleRow(req, row, since)
         : { kind: 'in-progress', retryAfterSeconds: req.retryAfterSeconds };
     }
-    if (!row)
+    if (!row) {
       return {
         kind: 'reserved',
         reservation: { id: '', token: '', since, deferred: { request: req } },
       };
+    }
     const leaseLapsed = row.state === 'started' && row.leaseRemainingMs <= 0;
     if (!row.expired && !leaseLapsed) return this.settleRow(req, row, since);
     return {
@@ -279,7 +282,7 @@ export class IdempotencyLedger {
     this.metrics.idempotencyStoreLatency.record(Date.now() - started, { op: 'complete' });
     if (ok && (this.cache.enabled || this.cache.shared) && reservation.since !== undefined) {
       const req = deferred?.request ?? reservation.request;
-      if (req)
+      if (req) {
         this.db.afterCommit(() => {
           const record = { requestHash: req.requestHash, ...answer };
           // The record expires ttl after a statement that ran after `since` (the reservation,
@@ -288,6 +291,7 @@ export class IdempotencyLedger {
           this.cache.set(req.scope, req.key, record, lifetimeMs, reservation.since!);
           this.cache.share(req.scope, req.key, record, lifetimeMs, reservation.since!);
         });
+      }
     }
     return ok;
   }
@@ -332,7 +336,7 @@ export class IdempotencyLedger {
 
   /** What a committed row decides; a live completed one is kept in the replay cache. */
   private settleRow(req: LedgerRequest, row: IdempotencyRow, since: number): SettledDecision {
-    if (row.state === 'completed' && !row.expired && row.expiresInMs !== undefined)
+    if (row.state === 'completed' && !row.expired && row.expiresInMs !== undefined) {
       this.cache.set(
         req.scope,
         req.key,
@@ -345,6 +349,7 @@ export class IdempotencyLedger {
         row.expiresInMs,
         since,
       );
+    }
     return settle(req, row);
   }
 

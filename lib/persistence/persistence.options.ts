@@ -28,8 +28,10 @@ export function validateTableOptions(
   schema: string | undefined,
   fail: (msg: string) => void,
 ): void {
-  for (const [k, v] of Object.entries(tables))
+  for (const [k, v] of Object.entries(tables)) {
     if (!IDENTIFIER.test(v)) fail(`table name for ${k} is not a plain identifier: ${v}`);
-  if (schema !== undefined && !IDENTIFIER.test(schema))
+  }
+  if (schema !== undefined && !IDENTIFIER.test(schema)) {
     fail(`schema is not a plain identifier: ${schema}`);
+  }
 }

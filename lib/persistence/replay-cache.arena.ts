@@ -78,8 +78,9 @@ export class ReplayArena {
       return undefined;
     }
     let offset: number | undefined = at;
-    if (this.written - ring.readDoubleLE(at + POSITION) > this.used / 2)
+    if (this.written - ring.readDoubleLE(at + POSITION) > this.used / 2) {
       offset = this.move(at, hash);
+    }
     if (known) return known.record;
     // Not written again (no room even in an empty ring: not expected), the bytes at `at` are
     // still the entry's, which is gone: decoded, not kept.
@@ -134,8 +135,9 @@ export class ReplayArena {
 
   /** Drops every entry past `now`. */
   prune(now: number): void {
-    for (const [hash, at] of this.index)
+    for (const [hash, at] of this.index) {
       if (now >= this.ring.readDoubleLE(at + UNTIL)) this.kill(at, hash);
+    }
     while (this.used > 0 && this.ring[this.tail + STATE] === DEAD) this.dropTail();
   }
 
@@ -247,13 +249,15 @@ export class ReplayArena {
     for (;;) {
       const slots = (this.index.size + 1) * INDEX_SLOT_BYTES;
       if (!this.wrapped) {
-        if (this.head + length <= this.ring.length && this.ring.length + slots <= this.ringBudget)
+        if (this.head + length <= this.ring.length && this.ring.length + slots <= this.ringBudget) {
           return this.head;
+        }
         if (this.head + length > this.ring.length && this.grow(length)) continue;
         if (this.ring.length + slots > this.ringBudget || this.tail === this.head) {
           if (this.used === 0) {
-            if (this.ring.length + slots > this.ringBudget || length > this.ring.length)
+            if (this.ring.length + slots > this.ringBudget || length > this.ring.length) {
               return undefined;
+            }
             this.head = this.tail = 0;
             continue;
           }
@@ -268,8 +272,9 @@ export class ReplayArena {
         this.wrapped = true;
         continue;
       }
-      if (this.head + length <= this.tail && this.ring.length + slots <= this.ringBudget)
+      if (this.head + length <= this.tail && this.ring.length + slots <= this.ringBudget) {
         return this.head;
+      }
       this.dropTail();
     }
   }

@@ -57,13 +57,15 @@ export function validateReplayCacheOptions(
 ): void {
   if (o === false) return;
   if (!(o.maxBytes >= 0)) fail('replayCache.maxBytes must be >= 0');
-  if (o.maxBytes > MAX_REPLAY_CACHE_BYTES)
+  if (o.maxBytes > MAX_REPLAY_CACHE_BYTES) {
     fail(
       `replayCache.maxBytes must be at most 1 GiB (${MAX_REPLAY_CACHE_BYTES}): the answers are kept in one buffer; use replayCache.store to share more`,
     );
+  }
   if (!(o.maxAgeMs >= 0)) fail('replayCache.maxAgeMs must be >= 0');
-  if (!(o.storeTimeoutMs > 0))
+  if (!(o.storeTimeoutMs > 0)) {
     fail('replayCache.storeTimeoutMs must be a positive number of milliseconds');
+  }
   const store = o.store as unknown;
   if (
     store !== undefined &&
@@ -74,8 +76,9 @@ export function validateReplayCacheOptions(
         (m) => typeof (store as Record<string, unknown>)[m] === 'function',
       )
     )
-  )
+  ) {
     fail(
       'replayCache.store must have get(key), set(key, value, ttlMs) and delete(key) methods: pass new RedisReplayCacheStore(redisClient), or your own ReplayCacheStore',
     );
+  }
 }

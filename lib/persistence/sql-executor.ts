@@ -54,8 +54,9 @@ export function executorFor(manager: EntityManager, preparedStatements = true): 
     if (own?.isReleased) throw new QueryRunnerAlreadyReleasedError();
     const runner = own ?? manager.connection.createQueryRunner();
     try {
-      if (prepared && options?.prepare)
+      if (prepared && options?.prepare) {
         return await runPrepared(runner, sql, params, options.last === true);
+      }
       const result = await runner.query(sql, params as any[], true);
       return normalize(result);
     } finally {
@@ -110,8 +111,9 @@ async function runPrepared(
   try {
     const res = (await coalesced) ?? (await client.query({ name, text: sql, values: params }));
     const elapsed = Date.now() - started;
-    if (options.maxQueryExecutionTime && elapsed > options.maxQueryExecutionTime)
+    if (options.maxQueryExecutionTime && elapsed > options.maxQueryExecutionTime) {
       logger.logQuerySlow(elapsed, sql, params, runner);
+    }
     return { rows: res.rows ?? [], affected: res.rowCount ?? 0 };
   } catch (e) {
     logger.logQueryError(e as Error, sql, params, runner);

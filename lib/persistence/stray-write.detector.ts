@@ -76,8 +76,9 @@ export class StrayWriteDetector {
     if (!watch) return;
     const cls = ClsServiceManager.getClsService();
     if (cls.isActive() && cls.get(WATCH as any) === watch) cls.set(WATCH as any, undefined);
-    if (watch.policy === 'error' && watch.stray)
+    if (watch.policy === 'error' && watch.stray) {
       throw new IdempotencyMisconfiguredError(STRAY_WRITE_REFUSED(watch.stray, watch.where));
+    }
   }
 
   /** A write ran (or was about to run) outside the watched transaction. */

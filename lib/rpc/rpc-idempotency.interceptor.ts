@@ -54,8 +54,9 @@ export class RpcIdempotencyInterceptor implements NestInterceptor {
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     // An event has no reply to store: a class-wide @Idempotent() leaves it to the inbox.
-    if (Reflect.getMetadata(PATTERN_HANDLER_METADATA, context.getHandler()) === EVENT_HANDLER)
+    if (Reflect.getMetadata(PATTERN_HANDLER_METADATA, context.getHandler()) === EVENT_HANDLER) {
       return next.handle();
+    }
     const opts = this.endpoints.of(context);
     const rpc = context.switchToRpc();
     const data: unknown = rpc.getData();
@@ -156,8 +157,9 @@ export class RpcIdempotencyInterceptor implements NestInterceptor {
       if (!opts.required) return undefined;
       throw missingKey(opts.headerName);
     }
-    if (values.length > 1)
+    if (values.length > 1) {
       throw invalidKey(`the ${opts.headerName} header appears ${values.length} times`);
+    }
     // Only optional white space (SP, HTAB) around the value, as for the HTTP header.
     return parseIdempotencyKey(values[0].replace(/^[ \t]+|[ \t]+$/g, ''), opts.maxKeyLength);
   }

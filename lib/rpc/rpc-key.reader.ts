@@ -14,8 +14,9 @@ export function rpcHeaderValues(context: unknown, name: string): string[] {
     if (headers && typeof headers.keys === 'function' && typeof headers.values === 'function') {
       const lower = name.toLowerCase();
       const out: string[] = [];
-      for (const k of headers.keys() as string[])
+      for (const k of headers.keys() as string[]) {
         if (k.toLowerCase() === lower) out.push(...(headers.values(k) as string[]));
+      }
       return out;
     }
   }

@@ -21,8 +21,9 @@ export class TestClock implements LibraryClock {
 
   /** Moves time forward (a TTL, a lease, a retry backoff passes at once). */
   advance(ms: number): void {
-    if (!Number.isFinite(ms) || ms < 0)
+    if (!Number.isFinite(ms) || ms < 0) {
       throw new RangeError(`advance(${ms}): a duration in ms >= 0`);
+    }
     this.offsetMs += ms;
   }
 

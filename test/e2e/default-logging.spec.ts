@@ -54,8 +54,9 @@ describe('default logging of the sample app (sqlite, text console)', () => {
     // Nest's text format, one line each: a pretty-printed object would add lines without it.
     for (const line of lines) expect(line).toMatch(/^\[Nest\] \d+ +- /);
     const text = lines.join('\n');
-    for (const perRequest of ['idempotency.reserved', 'idempotency.replay', 'outbox.batch'])
+    for (const perRequest of ['idempotency.reserved', 'idempotency.replay', 'outbox.batch']) {
       expect(text).not.toContain(perRequest);
+    }
     expect(
       lines.filter((l) => l.includes('idempotency.key-reused-with-other-request')),
     ).toHaveLength(1);

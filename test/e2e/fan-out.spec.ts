@@ -104,8 +104,9 @@ describe.each(cases)('fan-out to a second service on %s over %s', (kind, transpo
         `SELECT payment_id FROM ${table}`,
       );
       const counts = new Map<string, number>();
-      for (const r of rows)
+      for (const r of rows) {
         if (ours.has(r.payment_id)) counts.set(r.payment_id, (counts.get(r.payment_id) ?? 0) + 1);
+      }
       return counts;
     };
     await eventually(

@@ -69,8 +69,9 @@ async function committedStart(
 async function reservedBy(app: AppProcess, key: string): Promise<void> {
   const marker = `"event":"idempotency.reserved","keyHash":"${keyHashOf(paymentsScope(), key)}"`;
   for (let i = 0; i < 1000 && !app.output().includes(marker); i++) await sleep(10);
-  if (!app.output().includes(marker))
+  if (!app.output().includes(marker)) {
     throw new Error(`the victim never reserved the key:\n${app.output().slice(-2000)}`);
+  }
 }
 
 /** Opens a few pooled connections in each process, so that first-connection latency does not race the leases. */

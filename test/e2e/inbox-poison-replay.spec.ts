@@ -71,8 +71,9 @@ describe('inbox retries and replay on RabbitMQ (sample app processes)', () => {
       const all = (await json(app, '/admin/outbox?order=newest&limit=1000')).body as any[];
       for (const m of all) {
         const full = (await json(app, `/admin/outbox/${m.id}`)).body;
-        if (full.type === 'payment.captured' && JSON.stringify(full.payload).includes(paymentId))
+        if (full.type === 'payment.captured' && JSON.stringify(full.payload).includes(paymentId)) {
           return m.id as string;
+        }
       }
       return undefined;
     });

@@ -44,10 +44,12 @@ async function startConsumer(env: Record<string, string>): Promise<Consumer> {
     async waitFor(line, timeoutMs = 60_000) {
       const deadline = Date.now() + timeoutMs;
       while (!line.test(out)) {
-        if (child.exitCode !== null || child.signalCode !== null)
+        if (child.exitCode !== null || child.signalCode !== null) {
           throw new Error(`consumer exited before ${line}:\n${out}`);
-        if (Date.now() > deadline)
+        }
+        if (Date.now() > deadline) {
           throw new Error(`consumer did not print ${line} in ${timeoutMs} ms:\n${out}`);
+        }
         await new Promise((r) => setTimeout(r, 50));
       }
     },

@@ -48,8 +48,9 @@ class OtlpJsonReceiver {
           const service = String(
             rs.resource?.attributes?.find((a) => a.key === 'service.name')?.value.stringValue,
           );
-          for (const ss of rs.scopeSpans)
+          for (const ss of rs.scopeSpans) {
             for (const s of ss.spans) this.spans.push({ ...s, service });
+          }
         }
         res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
       });

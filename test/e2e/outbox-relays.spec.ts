@@ -160,8 +160,9 @@ describe.each(kinds)(
           for (let after: string | undefined; ;) {
             const page = await writer.admin.list({ status: 'sent', afterSeq: after, limit: 1000 });
             if (!page.length) break;
-            for (const e of page)
+            for (const e of page) {
               if (e.type === type) owners.add(String(e.leaseOwner).split('#')[0]);
+            }
             after = page[page.length - 1].seq;
           }
           expect([...owners].every((o) => ids.includes(o))).toBe(true);
@@ -198,8 +199,9 @@ describe.each(kinds)(
           const perKey = 15;
           const events: OutboxEvent[] = [];
           for (let i = 0; i < perKey; i++) {
-            for (const key of [...keys].sort(() => Math.random() - 0.5))
+            for (const key of [...keys].sort(() => Math.random() - 0.5)) {
               events.push({ id: randomUUID(), type, partitionKey: key, payload: { key, i } });
+            }
           }
           await addInBatches(events, keys.length);
           const distinct = () =>
@@ -229,10 +231,11 @@ describe.each(kinds)(
             repeats += arrived.length - collapsed.length;
             expect(collapsed).toEqual(Array.from({ length: perKey }, (_, i) => i));
           }
-          if (repeats)
+          if (repeats) {
             process.stdout.write(
               `[outbox-relays] ${kind}: ${repeats} repeated deliveries, in place\n`,
             );
+          }
         } finally {
           await Promise.all(relays.map((r) => r.stop()));
           await collector.stop();
@@ -298,8 +301,9 @@ describe.each(kinds)(
           const counts = collector.counts();
           for (const e of events) expect(counts.get(e.id)).toBe(batch.has(e.id) ? 2 : 1);
           const survivorId = await survivor.relayId;
-          for (const id of batch)
+          for (const id of batch) {
             expect(String((await writer.admin.get(id))?.leaseOwner).split('#')[0]).toBe(survivorId);
+          }
         } finally {
           await victim.stop();
           await survivor?.stop();

@@ -60,8 +60,9 @@ describe('RabbitMQ connection lost during channel set-up (sample app process)', 
     const conn = await amqp.connect(RABBIT_URL).catch(() => undefined);
     if (conn) {
       const ch = await conn.createChannel();
-      for (const q of [queue, `${queue}.notifications`])
+      for (const q of [queue, `${queue}.notifications`]) {
         await ch.deleteQueue(q).catch(() => undefined);
+      }
       await ch.deleteExchange(`${queue}.events`).catch(() => undefined);
       await conn.close().catch(() => undefined);
     }

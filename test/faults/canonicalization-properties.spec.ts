@@ -18,8 +18,9 @@ const fingerprint = (body: unknown, query = '') =>
 /** Re-serializes a JSON value with shuffled member order and random whitespace. */
 function relayout(value: unknown, rnd: () => number): string {
   const ws = () => [' ', '\n', '\t', '', '  '][Math.floor(rnd() * 5)];
-  if (Array.isArray(value))
+  if (Array.isArray(value)) {
     return `[${ws()}${value.map((v) => relayout(v, rnd)).join(`${ws()},${ws()}`)}${ws()}]`;
+  }
   if (value && typeof value === 'object') {
     const keys = Object.keys(value).sort(() => rnd() - 0.5);
     return `{${ws()}${keys.map((k) => `${JSON.stringify(k)}${ws()}:${ws()}${relayout((value as any)[k], rnd)}`).join(`${ws()},${ws()}`)}${ws()}}`;

@@ -187,8 +187,9 @@ describeEachDatabase(
         for (let i = 0; i < 2 && statuses.at(-1) !== 200; i++) {
           const again = await fetch(`${url}/probe/quick`);
           statuses.push(again.status);
-          if (again.status !== 200)
+          if (again.status !== 200) {
             expect(again.headers.get('content-type')).toContain('application/problem+json');
+          }
         }
         expect([[200], [503, 200]]).toContainEqual(statuses);
       });
@@ -496,8 +497,9 @@ describeEachDatabase(
       it('pooled sessions killed while idle cost no request: the pool replaces them', async () => {
         const url = await baseUrl(app);
         // Warm the pool, then end every session the app holds.
-        for (let i = 0; i < 5; i++)
+        for (let i = 0; i < 5; i++) {
           expect((await fetch(`${url}/payments?customerId=before-kill`)).status).toBe(200);
+        }
         const own = await ownSession((q) => admin.query(q));
         const idle = await sessionsOfDb([own]);
         expect(idle.length).toBeGreaterThan(0);

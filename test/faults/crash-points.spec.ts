@@ -155,10 +155,11 @@ async function trial(
     // The crash caught requests in flight: their clients had to retry.
     expect(outcomes.some((o) => o.attempts.length > 1)).toBe(true);
   }
-  if (!died)
+  if (!died) {
     throw new Error(
       `the victim did not die at ${cp.point}@${plan.pass}:\n${victim.output().slice(-3000)}`,
     );
+  }
   return outcomes;
 }
 

@@ -257,11 +257,12 @@ describeEachDatabase(
 
     const statusCounts = (failed: Attempt[]) => {
       const statuses = new Map<string, number>();
-      for (const a of failed)
+      for (const a of failed) {
         statuses.set(
           String(a.status ?? a.error),
           (statuses.get(String(a.status ?? a.error)) ?? 0) + 1,
         );
+      }
       return JSON.stringify(Object.fromEntries(statuses));
     };
 

@@ -42,8 +42,9 @@ function clientOf(broker: Broker, queue: string): ClientProxy {
 }
 
 function recordOf(broker: Broker, body: object, key: string): unknown {
-  if (broker === 'rabbitmq')
+  if (broker === 'rabbitmq') {
     return new RmqRecordBuilder(body).setOptions({ headers: { 'Idempotency-Key': key } }).build();
+  }
   const h = natsHeaders();
   h.set('Idempotency-Key', key);
   return new NatsRecordBuilder(body).setHeaders(h).build();

@@ -84,15 +84,17 @@ async function sameKeyStorm(
     ),
   );
   const statuses = new Map<number | string, number>();
-  for (const a of answers)
+  for (const a of answers) {
     statuses.set(a.status ?? a.error!, (statuses.get(a.status ?? a.error!) ?? 0) + 1);
+  }
   // Every answer is the 201 (the original or its replay) or 409 in progress; nothing else. On
   // Babelfish also a 503 with Retry-After (the database did not answer within the driver's
   // time-out; nothing committed, the client retries): CI of 2026-11-26 10:13 UTC saw it there.
   const allowed = busyAllowed ? [201, 409, 503] : [201, 409];
   expect([...statuses.keys()].filter((s) => !allowed.includes(s as number))).toEqual([]);
-  for (const a of answers.filter((x) => x.status === 503))
+  for (const a of answers.filter((x) => x.status === 503)) {
     expect(Number(header(a, 'retry-after'))).toBeGreaterThanOrEqual(1);
+  }
   const created = answers.filter((a) => a.status === 201);
   expect(created.length).toBeGreaterThanOrEqual(1);
   expect(new Set(created.map((a) => a.body!.toString('utf8'))).size).toBe(1);
@@ -221,10 +223,11 @@ describeEachDatabase(
         // storm 503, a connection the server refused, most likely for that).
         await Promise.all(apps.map((a) => a.kill('SIGTERM')));
         if (kind === 'sqlite') leased.push(await cluster.spawn({ IDEMPOTENCY_MODE: 'leased' }));
-        else
+        else {
           leased.push(
             ...(await Promise.all(apps.map(() => cluster.spawn({ IDEMPOTENCY_MODE: 'leased' })))),
           );
+        }
         await warmPools(
           leased.map((a) => a.url),
           POOL,

@@ -92,8 +92,9 @@ describe.each(databaseKinds())('idempotency ledger statements on %s', (kind) => 
     const second = await inTx(ds, (exec) => sql().reserve(exec, params(key)));
     expect(second.outcome).toBe('exists');
     // PostgreSQL and SQL Server read the existing record in the reservation's own round trip.
-    if (kind === 'postgres' || kind === 'mssql')
+    if (kind === 'postgres' || kind === 'mssql') {
       expect(second.outcome === 'exists' && second.row).toBeTruthy();
+    }
     const row =
       (second.outcome === 'exists' && second.row) ||
       (await sql().find(executorFor(ds.manager), p.scope, key));

@@ -181,10 +181,11 @@ describe.each(databaseKinds())('records past their expiry on %s', (kind) => {
     const first = await postJson(`${url}/payments`, sameKey, body(1));
     expect(first.status).toBe(201);
     expect((await postJson(`${url}/payments`, reusedKey, body(2))).status).toBe(201);
-    for (const key of [sameKey, reusedKey])
+    for (const key of [sameKey, reusedKey]) {
       expect(await ledgerRows(ds, kind, key)).toEqual([
         expect.objectContaining({ state: 'completed' }),
       ]);
+    }
 
     await sleep(TTL_MS + 300);
 
@@ -198,9 +199,10 @@ describe.each(databaseKinds())('records past their expiry on %s', (kind) => {
 
     expect(await paymentCount(ds, kind, c)).toBe(4);
     // Each key still has one record (taken over in place), now holding the new answer.
-    for (const key of [sameKey, reusedKey])
+    for (const key of [sameKey, reusedKey]) {
       expect(await ledgerRows(ds, kind, key)).toEqual([
         expect.objectContaining({ state: 'completed' }),
       ]);
+    }
   });
 });

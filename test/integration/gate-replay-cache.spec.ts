@@ -158,9 +158,9 @@ describe.each(databaseKinds())('Replay cache on %s', (kind) => {
         201, 201, 201, 201, 201, 201, 201, 422, 201,
       ]);
       pipelined.result.forEach((answer, i) => {
-        if (sent[i] === reused)
+        if (sent[i] === reused) {
           expect(answer.headers.get('content-type')).toContain('application/problem+json');
-        else expectReplayOf(answer, (sent[i] as (typeof firsts)[number]).answer);
+        } else expectReplayOf(answer, (sent[i] as (typeof firsts)[number]).answer);
       });
       // Thirty connections at once, five retries of each key.
       const burst = await counters[app].during(() =>

@@ -77,11 +77,13 @@ describe.each(cases)('replayed header names on %s / %s', (kind, platform) => {
     const names = storedNames(first.headerNames);
     // The raw response's name keeps its case on both platforms; Express also keeps its own.
     expect(names).toContain('X-Trace-Id');
-    if (platform === 'express')
+    if (platform === 'express') {
       expect(names).toEqual(expect.arrayContaining(['Content-Type', 'Location']));
+    }
     expect(storedNames(replay.headerNames).sort()).toEqual([...names].sort());
-    for (const name of names)
+    for (const name of names) {
       expect(replay.headers[name.toLowerCase()]).toBe(first.headers[name.toLowerCase()]);
+    }
   });
 
   it('a record stored before names kept their case (lower-cased names) still replays', async () => {

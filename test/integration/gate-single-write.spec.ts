@@ -71,10 +71,11 @@ describe.each(databaseKinds())('Single-write ledger (transactional mode) on %s',
       await ds.query('SELECT pg_stat_clear_snapshot()');
       const before = await stats();
       const n = 20;
-      for (let i = 0; i < n; i++)
+      for (let i = 0; i < n; i++) {
         expect(
           (await postJson(`${url}/plain`, randomUUID(), { customerId: customer('n') })).status,
         ).toBe(201);
+      }
       // The app's backends report their counters shortly after their transactions end.
       let after = before;
       for (let i = 0; i < 100 && after.ins - before.ins < n; i++) {

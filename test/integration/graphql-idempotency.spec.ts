@@ -72,8 +72,9 @@ describe.each(CASES)('@Idempotent() on GraphQL mutations, %s, %s', (setup, kind)
     key?: string | string[],
   ): Promise<GqlAnswer> => {
     const headers = new Headers({ 'content-type': 'application/json' });
-    for (const k of key === undefined ? [] : Array.isArray(key) ? key : [key])
+    for (const k of key === undefined ? [] : Array.isArray(key) ? key : [key]) {
       headers.append('idempotency-key', k);
+    }
     const r = await fetch(url, {
       method: 'POST',
       headers,

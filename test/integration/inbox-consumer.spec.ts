@@ -334,13 +334,14 @@ describe.each(databaseKinds())('@IdempotentConsumer on %s', (kind) => {
       const errors = settled.filter((a) => a.status === 'rejected').map((a) => a.reason);
       expect(answers).toEqual([`ran:${note}`]);
       expect(errors).toHaveLength(4);
-      for (const e of errors)
+      for (const e of errors) {
         expect(e).toMatchObject({
           type: PROBLEM_TYPES.inboxReplyNotStored,
           status: 409,
           retryable: false,
           detail: expect.stringContaining('@Idempotent()'),
         });
+      }
       expect(DeliveryLog.deliveries.get(id)).toBe(5);
       expect(await effects('NatsEffectConsumer.handle', note)).toBe(1);
     });

@@ -57,8 +57,9 @@ describe.each(databaseKinds())('InboxService on %s', (kind) => {
   it('runs the handler once when the same message is delivered 5 times', async () => {
     const id = randomUUID();
     const results: InboxResult<void>[] = [];
-    for (let i = 0; i < 5; i++)
+    for (let i = 0; i < 5; i++) {
       results.push(await inbox.process('ledger', id, write('ledger', id)));
+    }
     expect(results.map((r) => r.status)).toEqual([
       'processed',
       'duplicate',
@@ -184,8 +185,9 @@ describe.each(databaseKinds())('InboxService on %s', (kind) => {
   it('answers redeliveries with one read once most deliveries of a consumer are redeliveries', async () => {
     const consumer = 'redelivered';
     const ids = Array.from({ length: 30 }, () => randomUUID());
-    for (const id of ids)
+    for (const id of ids) {
       expect((await inbox.process(consumer, id, write(consumer, id))).status).toBe('processed');
+    }
     // The statements the app sends for one delivery, by first word (BEGIN/START, INSERT, SELECT…).
     const logger = app.get<DataSource>(getDataSourceToken()).logger;
     const spy = jest.spyOn(logger, 'logQuery');
@@ -207,9 +209,11 @@ describe.each(databaseKinds())('InboxService on %s', (kind) => {
       expect(early.claimed).toBe(true);
       // Redeliveries become the majority: from then on one read answers them (not on SQL Server,
       // where a read would queue behind an in-flight claim).
-      for (let round = 0; round < 2; round++)
-        for (const id of ids)
+      for (let round = 0; round < 2; round++) {
+        for (const id of ids) {
           expect((await inbox.process(consumer, id, write(consumer, id))).status).toBe('duplicate');
+        }
+      }
       const late = await statementsOf(ids[7]);
       expect(late.status).toBe('duplicate');
       if (kind === 'mssql') expect(late.claimed).toBe(true);

@@ -107,9 +107,9 @@ describe.each(databaseKinds().filter((k) => k !== 'sqlite'))(
       // The app's pool closes idle connections after 200 ms (and keeps none).
       const options = databaseOptionsFromUrl(withPool(db.url, 2)) as any;
       if (kind === 'postgres') options.extra = { ...options.extra, idleTimeoutMillis: 200 };
-      else if (kind === 'mariadb')
+      else if (kind === 'mariadb') {
         options.extra = { ...options.extra, idleTimeout: 200, maxIdle: 0 };
-      else options.pool = { ...options.pool, min: 0, idleTimeoutMillis: 200 };
+      } else options.pool = { ...options.pool, min: 0, idleTimeoutMillis: 200 };
       const small = new DataSource(options);
       await small.initialize();
       const renewals = new LeaseRenewalConnection(

@@ -29,8 +29,9 @@ describe.each(databaseKinds())('admin API on %s', (kind) => {
   beforeAll(async () => {
     db = await createTestDatabase(kind);
     const publisher = new FunctionPublisher((m) => {
-      if (failing && String((m.payload as { name?: string }).name).startsWith('doomed'))
+      if (failing && String((m.payload as { name?: string }).name).startsWith('doomed')) {
         throw new Error('broker says no');
+      }
       published.push(m);
     });
     app = await startOpsApp(db.url, {
@@ -184,13 +185,14 @@ describe.each(databaseKinds())('admin API on %s', (kind) => {
     };
     const a = await idsOf(pkA, 3);
     const b = await idsOf(pkB, 1);
-    for (const pk of [pkA, pkB])
+    for (const pk of [pkA, pkB]) {
       await eventually(
         async () =>
           (await list(`status=dead&partitionKey=${encodeURIComponent(pk)}`)).length ===
           (pk === pkA ? 3 : 1),
         'dead letters',
       );
+    }
     const dead = await json(`/admin/outbox/${a[0]}`);
     expect(dead.body.failures).toEqual([
       expect.objectContaining({ attempt: 1, error: 'Error', message: 'broker says no' }),
@@ -206,11 +208,12 @@ describe.each(databaseKinds())('admin API on %s', (kind) => {
     const requeued = await json(`/admin/outbox/dead/requeue?${q}`, { method: 'POST' });
     expect(requeued.status).toBe(200);
     expect(requeued.body.requeued).toBe(3);
-    for (const id of a)
+    for (const id of a) {
       await eventually(
         async () => (await json(`/admin/outbox/${id}`)).body.status === 'sent',
         'the re-queued message sent',
       );
+    }
     // Attempts counted again from the requeue; the history stays.
     expect((await json(`/admin/outbox/${a[0]}`)).body).toMatchObject({
       attempts: 1,

@@ -216,8 +216,9 @@ describe.each(databaseKinds())('metrics on %s', (kind) => {
       [METRIC_NAMES.cleanupDeleted]: '{row}',
       [METRIC_NAMES.cleanupDuration]: 'ms',
     };
-    for (const [name, unit] of Object.entries(units))
+    for (const [name, unit] of Object.entries(units)) {
       expect(after.get(name)?.descriptor.unit).toBe(unit);
+    }
   });
 
   it('answers a replay-heavy transactional endpoint with one read first, and turns that off when first executions return', async () => {
@@ -237,8 +238,9 @@ describe.each(databaseKinds())('metrics on %s', (kind) => {
     };
 
     // A burst of first executions settles the endpoint's share of replays near zero.
-    for (let i = 0; i < 40; i++)
+    for (let i = 0; i < 40; i++) {
       expect((await post(randomUUID(), { name: 'calm' })).status).toBe(201);
+    }
     const start = await lookups();
     // Below half the requests being replays, every request reserves at once.
     for (let i = 0; i < 15; i++) await replay();
@@ -259,11 +261,13 @@ describe.each(databaseKinds())('metrics on %s', (kind) => {
     expect(await again.text()).toBe(await created.text());
 
     // First executions again: the look-up stops once they are the majority.
-    for (let i = 0; i < 40; i++)
+    for (let i = 0; i < 40; i++) {
       expect((await post(randomUUID(), { name: 'calm' })).status).toBe(201);
+    }
     const settled = await lookups();
-    for (let i = 0; i < 10; i++)
+    for (let i = 0; i < 10; i++) {
       expect((await post(randomUUID(), { name: 'calm' })).status).toBe(201);
+    }
     expect((await lookups()) - settled).toBe(0);
   });
 });

@@ -141,10 +141,11 @@ describe.each(databaseKinds())('library migrations on %s', (kind) => {
     });
     await ds.initialize();
     try {
-      if (naming.schema)
+      if (naming.schema) {
         await ds.query(
           kind === 'mssql' ? `CREATE SCHEMA ${naming.schema}` : `CREATE SCHEMA "${naming.schema}"`,
         );
+      }
       const tables = tablesOf(kind, naming);
 
       const up = await ds.runMigrations({ transaction: 'each' });
@@ -181,8 +182,9 @@ describe.each(databaseKinds())('library migrations on %s', (kind) => {
       await ds.undoLastMigration({ transaction: 'each' });
       for (const t of tables) expect(await exists(ds, t)).toBe(true);
       expect(await deadIndexExists(ds, kind, naming)).toBe(kind === 'mariadb');
-      for (let i = 5; i < migrations.length; i++)
+      for (let i = 5; i < migrations.length; i++) {
         await ds.undoLastMigration({ transaction: 'each' });
+      }
       for (const t of tables) expect(await exists(ds, t)).toBe(false);
       expect(await ds.showMigrations()).toBe(true);
 

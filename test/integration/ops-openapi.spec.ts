@@ -114,8 +114,9 @@ describe('OpenAPI documentation of @Idempotent()', () => {
 
   it('answers 400, 409 (with Retry-After) and 422 with problem+json bodies referencing one schema component', () => {
     const op = doc.paths['/orders'].post as any;
-    for (const status of ['400', '409', '422'])
+    for (const status of ['400', '409', '422']) {
       expect(problemRef(op.responses[status])).toBe(PROBLEM_REF);
+    }
     expect(op.responses['409'].headers['Retry-After']).toMatchObject({
       schema: { type: 'integer' },
     });

@@ -79,8 +79,9 @@ describe('nestjs-exactly-once usage', () => {
   it('--help lists every command, exit 0', async () => {
     const r = await runCliBin(['--help']);
     expect(r.code).toBe(0);
-    for (const c of ['schema sql', 'schema status', 'schema migrate'])
+    for (const c of ['schema sql', 'schema status', 'schema migrate']) {
       expect(r.stdout).toContain(c);
+    }
     const sub = await runCliBin(['schema', 'sql', '--help']);
     expect(sub.code).toBe(0);
     expect(sub.stdout).toContain('--dialect');

@@ -131,8 +131,9 @@ describe.each(databaseKinds())('schema sql on %s', (kind) => {
     const { messageId } = (await first.json()) as { messageId: string };
     expect((await post()).headers.get('idempotency-replayed')).toBe('true');
     const deadline = Date.now() + 20_000;
-    while (!published.includes(messageId) && Date.now() < deadline)
+    while (!published.includes(messageId) && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 50));
+    }
     expect(published).toContain(messageId);
     expect(
       await app

@@ -208,8 +208,9 @@ describe.each(cases)(
         'inbox.duplicate': false,
         'inbox.attempts': expect.any(Number),
       });
-      if (transport !== 'embedded')
+      if (transport !== 'embedded') {
         expect(processed.attributes['messaging.system']).toBe(transport);
+      }
       // The fan-out: the notifications service's delivery is a second child of the same send.
       expect(parentIdOf(notified)).toBe(id(send));
 
@@ -266,7 +267,7 @@ describe.each(cases)(
         expect(values).not.toContain('42.5');
         expect(values).not.toContain('EUR');
       }
-      if (process.env.PRINT_TRACE)
+      if (process.env.PRINT_TRACE) {
         console.log(
           `trace ${traceId} (${kind}, ${transport})\n` +
             renderTrace(spansOf(traceId), [
@@ -276,6 +277,7 @@ describe.each(cases)(
               'inbox.outcome',
             ]),
         );
+      }
     });
   },
 );

@@ -190,9 +190,11 @@ describe(`outbox relay to the real RabbitMQ and NATS (database: ${kind})`, () =>
       await eventually(
         'every message was tried while the broker is unreachable',
         async () => {
-          for (const id of during)
-            if (!(await f.admin.get(id))?.lastError?.includes('broker was unreachable'))
+          for (const id of during) {
+            if (!(await f.admin.get(id))?.lastError?.includes('broker was unreachable')) {
               return false;
+            }
+          }
           return true;
         },
         30_000,

@@ -231,8 +231,9 @@ describe.each(databaseKinds())('transactional outbox and relay on %s', (kind) =>
     beforeAll(async () => {
       publisher = new RecordingPublisher(async (m, attempt) => {
         if (m.type === 'test.flaky' && attempt === 1) throw new Error('flaky first attempt');
-        if (m.type === 'test.poison' && poison.has(m.id))
+        if (m.type === 'test.poison' && poison.has(m.id)) {
           throw new Error(`broker said no (${attempt})`);
+        }
         if (m.type === 'test.hang' && attempt === 1) await new Promise(() => undefined);
       });
       f = await startOutboxFixture({
@@ -461,12 +462,14 @@ describe.each(databaseKinds())('transactional outbox and relay on %s', (kind) =>
       const behaviour = async (m: OutboxMessage) => {
         const at = index.get(m.id);
         if (!at) return; // not ours
-        if (inFlight.has(at.key))
+        if (inFlight.has(at.key)) {
           violations.push(
             `${at.key}: #${at.i} published while another message of the key was in flight`,
           );
-        if ((lastOk.get(at.key) ?? -1) !== at.i - 1)
+        }
+        if ((lastOk.get(at.key) ?? -1) !== at.i - 1) {
           violations.push(`${at.key}: #${at.i} published after #${lastOk.get(at.key) ?? 'none'}`);
+        }
         inFlight.add(at.key);
         try {
           await sleep(Math.random() * 4);
@@ -633,7 +636,7 @@ describe.each(databaseKinds())('transactional outbox and relay on %s', (kind) =>
 
   // A lock time-out is what PostgreSQL lets a test cause on the relay's own connections (the
   // database's lock_timeout); a deadlock victim or a lost connection takes the same path.
-  if (kind === 'postgres')
+  if (kind === 'postgres') {
     describe('a batch whose mark fails for now after it was published', () => {
       it('marks it again a moment later: sent once, under its lease, nothing published twice', async () => {
         const LOCK_TIMEOUT_MS = 300;
@@ -695,4 +698,5 @@ describe.each(databaseKinds())('transactional outbox and relay on %s', (kind) =>
         }
       });
     });
+  }
 });

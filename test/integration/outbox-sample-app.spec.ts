@@ -141,12 +141,13 @@ describe(`sample app with BROKER_URL (database: ${brokerDb})`, () => {
     const sub = nc.subscribe('payment.captured');
     void (async () => {
       const codec = JSONCodec<any>();
-      for await (const msg of sub)
+      for await (const msg of sub) {
         seen.push({
           id: msg.headers?.get('message-id'),
           key: msg.headers?.get('partition-key'),
           data: codec.decode(msg.data),
         });
+      }
     })();
     await nc.flush();
     const app = await startSampleApp(db.url, 'express', {

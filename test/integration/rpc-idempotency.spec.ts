@@ -272,13 +272,14 @@ describe.each(databaseKinds())('@Idempotent() on @MessagePattern, %s', (kind) =>
       const errors = results.filter((r) => r.status === 'rejected').map((r) => r.reason);
       expect(replies.length).toBeGreaterThanOrEqual(1);
       for (const r of replies) expect(r).toEqual(replies[0]);
-      for (const e of errors)
+      for (const e of errors) {
         expect(e).toMatchObject({
           type: PROBLEM_TYPES.inProgress,
           status: 409,
           retryable: true,
           retryAfter: expect.any(Number),
         });
+      }
       expect(await effects(note)).toBe(1);
       // Once the first has committed, a retry replays it.
       expect(await send({ amount: 5, note, delayMs: 400 }, key)).toEqual(replies[0]);

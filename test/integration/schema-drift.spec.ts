@@ -33,8 +33,9 @@ const tableNames = (naming: LibraryTableNaming) => [
 ];
 
 async function createSchema(ds: DataSource, kind: Kind, schema?: string): Promise<void> {
-  if (schema)
+  if (schema) {
     await ds.query(kind === 'mssql' ? `CREATE SCHEMA ${schema}` : `CREATE SCHEMA "${schema}"`);
+  }
 }
 
 /** What TypeORM's schema builder would run on this DataSource, one statement a line. */
@@ -236,11 +237,12 @@ describe.each(databaseKinds())('schema drift on %s', (kind) => {
       { tables: { idempotency: 'ops_keys', outbox: 'ops_events', inbox: 'ops_seen' } },
     ],
   ];
-  if (kind === 'postgres' || kind === 'mssql')
+  if (kind === 'postgres' || kind === 'mssql') {
     namings.push([
       'a custom schema',
       { schema: 'eo_schema', tables: { idempotency: 'k', outbox: 'o', inbox: 'i' } },
     ]);
+  }
 
   /** A DataSource on a fresh database, through withExactlyOnce(), with the library's tables migrated. */
   async function migrated(naming: LibraryTableNaming): Promise<DataSource> {

@@ -94,8 +94,9 @@ describe.each(kinds)('Kafka: brokers killed mid-stream (%s)', (kind) => {
     await eventually(
       `${EVENTS_PER_PAYMENT} ledger entries for each of the ${payments.length} payments`,
       async () => {
-        for (const id of payments)
+        for (const id of payments) {
           if ((await ledgerOf(url, id)).length < EVENTS_PER_PAYMENT) return false;
+        }
         return true;
       },
       60_000,

@@ -9,8 +9,9 @@ export async function eventually<T>(
   for (;;) {
     const v = await check();
     if (v) return v as Exclude<T, undefined | null | false | 0 | ''>;
-    if (Date.now() > deadline)
+    if (Date.now() > deadline) {
       throw new Error(`timed out after ${timeoutMs} ms waiting for: ${what}`);
+    }
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }

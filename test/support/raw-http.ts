@@ -77,12 +77,13 @@ export function requestHead(
   const parts: Buffer[] = [
     Buffer.from(`${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n`, 'latin1'),
   ];
-  for (const [k, v] of headers)
+  for (const [k, v] of headers) {
     parts.push(
       Buffer.from(`${k}: `, 'latin1'),
       Buffer.isBuffer(v) ? v : Buffer.from(v, 'latin1'),
       Buffer.from('\r\n'),
     );
+  }
   parts.push(Buffer.from(`Content-Length: ${bodyLength}\r\n\r\n`, 'latin1'));
   return Buffer.concat(parts);
 }

@@ -79,8 +79,9 @@ export async function warmSampleAppPool(
       });
       await r.arrayBuffer();
       // 503: the database was busy and nothing was committed; the connection is open all the same.
-      if (r.status !== 201 && r.status !== 503)
+      if (r.status !== 201 && r.status !== 503) {
         throw new Error(`warming the app's pool: ${r.status} from POST ${route.path}`);
+      }
     }),
   );
 }
@@ -124,8 +125,9 @@ export async function spawnSampleApp(env: Record<string, string>): Promise<AppPr
   const started = Date.now();
   const deadline = started + BOOT_MS;
   for (;;) {
-    if (child.exitCode !== null)
+    if (child.exitCode !== null) {
       throw new Error(`sample app exited with ${child.exitCode}:\n${out}`);
+    }
     try {
       const r = await fetch(`${url}/health`, { signal: AbortSignal.timeout(5000) });
       if (r.status === 200) break;

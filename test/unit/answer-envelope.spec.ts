@@ -68,8 +68,9 @@ describe('stored-answer envelope (format 2)', () => {
       { ...record, scope: 'acme|mallory|POST|/payments' },
       { ...record, key: 'pay-2' },
       { ...record, status: 200 },
-    ])
+    ]) {
       expect(fault(() => openAnswer(env, r, other)).message).toMatch(/does not authenticate/);
+    }
     // Length prefixes: moving a character from the scope to the key changes the data.
     expect(associatedData('k1', { scope: 'ab', key: 'c', status: 1 })).not.toEqual(
       associatedData('k1', { scope: 'a', key: 'bc', status: 1 }),

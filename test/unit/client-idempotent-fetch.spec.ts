@@ -32,10 +32,11 @@ function scriptedFetch(...replies: Reply[]) {
     seen.push(s);
     const reply = replies[Math.min(seen.length - 1, replies.length - 1)];
     if (reply instanceof Error) throw reply;
-    if (reply === 'hang')
+    if (reply === 'hang') {
       return new Promise<Response>((_, reject) =>
         s.signal.addEventListener('abort', () => reject(s.signal.reason)),
       );
+    }
     if (typeof reply === 'function') return reply(s);
     return reply.clone();
   };

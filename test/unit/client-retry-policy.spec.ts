@@ -30,8 +30,9 @@ describe('parseRetryAfter', () => {
   });
 
   it('ignores an absent or unreadable value', () => {
-    for (const v of [null, undefined, '', '  ', 'soon', '-1', '1.5', '+3', 'NaN'])
+    for (const v of [null, undefined, '', '  ', 'soon', '-1', '1.5', '+3', 'NaN']) {
       expect(parseRetryAfter(v, now)).toBeUndefined();
+    }
   });
 });
 
@@ -61,10 +62,12 @@ describe('back-off with full jitter', () => {
 
 describe('which responses are retried', () => {
   it('retries 408, 425, 429 and every 5xx, nothing else by status alone', () => {
-    for (const s of [408, 425, 429, 500, 502, 503, 504, 599])
+    for (const s of [408, 425, 429, 500, 502, 503, 504, 599]) {
       expect(isRetryableStatus(s)).toBe(true);
-    for (const s of [200, 201, 304, 400, 401, 403, 404, 409, 412, 422, 428])
+    }
+    for (const s of [200, 201, 304, 400, 401, 403, 404, 409, 412, 422, 428]) {
       expect(isRetryableStatus(s)).toBe(false);
+    }
   });
 
   it('retries a 409 of a key in progress or of a lost lease, and a 409 with Retry-After', async () => {
@@ -86,8 +89,9 @@ describe('which responses are retried', () => {
       ),
     ).toBeUndefined();
     expect(await retryReasonOf(new Response('conflict', { status: 409 }))).toBeUndefined();
-    for (const s of [400, 404, 412, 422])
+    for (const s of [400, 404, 412, 422]) {
       expect(await retryReasonOf(problem(s, IN_PROGRESS_PROBLEM_TYPE))).toBeUndefined();
+    }
     expect(await retryReasonOf(new Response('ok', { status: 201 }))).toBeUndefined();
   });
 });

@@ -76,8 +76,9 @@ class MemoryLedgerSql implements IdempotencySql {
     const k = `${p.scope}|${p.key}`;
     if (this.locked.has(k)) return { outcome: 'locked' };
     const existing = this.records.get(k);
-    if (existing)
+    if (existing) {
       return { outcome: 'exists', row: this.rowInReserve ? this.row(existing) : undefined };
+    }
     const rec = this.put(p.scope, p.key, {
       state: 'started',
       requestHash: p.requestHash,

@@ -190,8 +190,9 @@ describe('resolveEndpointOptions (@Idempotent() overrides)', () => {
 
 describe('defaultStoreStatus', () => {
   it('stores 2xx, 3xx and 4xx except the transient 408, 409, 425 and 429; never 5xx', () => {
-    for (const s of [200, 201, 204, 301, 400, 402, 404, 422])
+    for (const s of [200, 201, 204, 301, 400, 402, 404, 422]) {
       expect(defaultStoreStatus(s)).toBe(true);
+    }
     for (const s of [408, 409, 425, 429, 500, 502, 503]) expect(defaultStoreStatus(s)).toBe(false);
   });
 });

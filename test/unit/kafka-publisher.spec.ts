@@ -292,8 +292,8 @@ describe('KafkaPublisher when kafkajs resolves without every partition acknowled
     fake.producer.sendBatch.mockImplementation(async (batch) => {
       const partitioner = (fake.configs.at(-1)!.createPartitioner as () => any)();
       const partitions = new Set<number>();
-      for (const { topic, messages } of batch.topicMessages)
-        for (const m of messages)
+      for (const { topic, messages } of batch.topicMessages) {
+        for (const m of messages) {
           partitions.add(
             partitioner({
               topic,
@@ -301,6 +301,8 @@ describe('KafkaPublisher when kafkajs resolves without every partition acknowled
               partitionMetadata: [0, 1, 2].map((p) => ({ partitionId: p, leader: p })),
             }),
           );
+        }
+      }
       return acked([...partitions]).map((partition) => ({
         topicName: 't',
         partition,

@@ -150,7 +150,7 @@ describe('outbox failure control (decision)', () => {
 
   it('history keeps the newest 10 entries and cuts messages to 500 characters', () => {
     let stored: string | null = null;
-    for (let i = 1; i <= 12; i++)
+    for (let i = 1; i <= 12; i++) {
       stored = appendFailure(stored, {
         at: 't',
         attempt: i,
@@ -158,6 +158,7 @@ describe('outbox failure control (decision)', () => {
         error: 'Error',
         message: 'y'.repeat(i === 12 ? 900 : 5),
       });
+    }
     const list = parseFailures(stored);
     expect(list.map((x) => x.attempt)).toEqual([3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
     expect(list[9].message).toHaveLength(500);

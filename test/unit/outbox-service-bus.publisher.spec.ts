@@ -61,8 +61,9 @@ class FakeSender implements ServiceBusSender {
     }
     const sessions = new Set(list.map((m) => m.sessionId));
     const partitions = new Set(list.map((m) => m.partitionKey));
-    if (sessions.size > 1 || partitions.size > 1)
+    if (sessions.size > 1 || partitions.size > 1) {
       throw new Error('all messages of one send must share sessionId and partitionKey');
+    }
     if (this.failWhen(list)) throw new Error('ServiceBusError: ServiceUnavailable');
     this.sends.push(list);
   }

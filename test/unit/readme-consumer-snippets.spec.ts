@@ -22,8 +22,14 @@ describe('docs/getting-started.md: the app the consumer test builds from it', ()
     'shows every file the %s app imports, and a main.ts, app.module.ts and data-source.ts',
     (kind) => {
       const files: Record<string, string> = appFiles(markdown, kind);
-      for (const f of ['src/main.ts', 'src/app.module.ts', 'src/data-source.ts', 'src/database.ts'])
+      for (const f of [
+        'src/main.ts',
+        'src/app.module.ts',
+        'src/data-source.ts',
+        'src/database.ts',
+      ]) {
         expect(Object.keys(files)).toContain(f);
+      }
       const missing = Object.entries(files).flatMap(([file, code]) =>
         relativeImports(file, code).filter((p) => !(p in files)),
       );
@@ -46,7 +52,7 @@ describe('docs/getting-started.md: the app the consumer test builds from it', ()
     expect(withoutJs).toEqual([]);
     // CommonJS-only globals are a ReferenceError in an ES module; import.meta does not compile
     // to CommonJS.
-    for (const [file, code] of Object.entries(files))
+    for (const [file, code] of Object.entries(files)) {
       expect({
         file,
         found: /\b(__dirname|__filename|require\(|import\.meta)/.exec(code)?.[0],
@@ -54,6 +60,7 @@ describe('docs/getting-started.md: the app the consumer test builds from it', ()
         file,
         found: undefined,
       });
+    }
   });
 
   it('installs with commands that resolve in a Nest 11 and a Nest 12 app (no major written in)', () => {

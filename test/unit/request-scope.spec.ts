@@ -45,8 +45,9 @@ describe('buildContextScope', () => {
       ['RPC', ':payments.create'],
       ['rpc:payments.create', ''],
       ['POST', '/payments.create'],
-    ])
+    ]) {
       expect(buildScope('acme', '-', method, route)).not.toBe(rpc);
+    }
     // The pattern keeps its case (patterns are case-sensitive).
     expect(buildContextScope('acme', '-', 'rpc', 'Payments.Create')).not.toBe(rpc);
     expect(buildContextScope('a|b', 'c', 'rpc', 'p')).not.toBe(

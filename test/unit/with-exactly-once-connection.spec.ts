@@ -31,10 +31,11 @@ describe('withExactlyOnce() connection options', () => {
   });
 
   it('better-sqlite3 / sqlite without a database file: names DATABASE_FILE', () => {
-    for (const type of ['better-sqlite3', 'sqlite'])
+    for (const type of ['better-sqlite3', 'sqlite']) {
       expect(call({ type, database: undefined })).toThrow(
         new RegExp(`${type} options without a database file.*DATABASE_FILE`),
       );
+    }
   });
 
   it('a URL of another database: names the scheme the type takes', () => {
@@ -66,7 +67,8 @@ describe('withExactlyOnce() connection options', () => {
       { type: 'mssql', host: 'sql.internal', database: 'x' },
       { type: 'postgres', url: undefined, replication: { master: { host: 'a' }, slaves: [] } },
       { type: 'better-sqlite3', database: ':memory:' },
-    ])
+    ]) {
       expect(call(o)).not.toThrow();
+    }
   });
 });

@@ -114,8 +114,9 @@ async function runInBatches(
       'changedMeanwhile',
       'plaintextLeft',
       'unreadable',
-    ] as const)
+    ] as const) {
       total[k] += r[k];
+    }
     r.missingKeyIds.forEach((k) => missing.add(k));
     total.cursor = r.cursor;
     total.done = r.done;

@@ -23,6 +23,7 @@ export interface AdminConsoleControllerOptions extends AdminConsoleOptions {
 /** Refuses an unguarded console in production unless told explicitly (the boot fails with the fix). */
 export function assertConsoleGuarded(options: AdminConsoleControllerOptions): void {
   const guarded = (options.guards?.length ?? 0) > 0;
-  if (!guarded && process.env.NODE_ENV === 'production' && options.allowUnguarded !== true)
+  if (!guarded && process.env.NODE_ENV === 'production' && options.allowUnguarded !== true) {
     throw new Error(ADMIN_CONSOLE_UNGUARDED);
+  }
 }

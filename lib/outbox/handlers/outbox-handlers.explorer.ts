@@ -38,16 +38,18 @@ export class OutboxHandlersExplorer implements OnModuleInit {
   onModuleInit(): void {
     this.explore();
     const publishers = this.inProcessPublishers();
-    if (this.registry.handlerNames().length && !publishers.length)
+    if (this.registry.handlerNames().length && !publishers.length) {
       throw new Error(HANDLERS_WITHOUT_IN_PROCESS_PUBLISHER(this.registry.handlerNames()));
+    }
     for (const p of publishers) p.bind((message, signal) => this.dispatch(message, signal));
   }
 
   /** Runs every handler of the message's type, each in its own transaction with its inbox record. */
   async dispatch(message: OutboxMessage, signal: AbortSignal): Promise<void> {
     const handlers = this.registry.handlersOf(message.type);
-    if (!handlers.length)
+    if (!handlers.length) {
       throw new NoOutboxHandlerError(NO_OUTBOX_HANDLER(message.type), message.type);
+    }
     let failure: unknown;
     let failed = false;
     for (const h of handlers) {
@@ -84,7 +86,7 @@ export class OutboxHandlersExplorer implements OnModuleInit {
         const owner = `${proto.constructor?.name ?? 'provider'}.${method}`;
         if (!wrapper.isDependencyTreeStatic()) throw new Error(HANDLER_REQUEST_SCOPED(owner));
         const name = meta.name ?? owner;
-        for (const type of meta.types)
+        for (const type of meta.types) {
           this.registry.add(
             type,
             {
@@ -94,6 +96,7 @@ export class OutboxHandlersExplorer implements OnModuleInit {
             },
             owner,
           );
+        }
       }
     }
   }

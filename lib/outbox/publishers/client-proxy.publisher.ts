@@ -115,8 +115,9 @@ export class ClientProxyPublisher implements OutboxPublisher {
     if (this.transport === 'rmq') {
       // A ClientRMQ is watched from before it connects: every channel of every connection it
       // opens. Another client declared `rmq` is only listened to after each batch.
-      if (client instanceof this.ms.ClientRMQ)
+      if (client instanceof this.ms.ClientRMQ) {
         watchRmqClient(client, onRmqChannelError, onRmqCloseTimedOut);
+      }
       this.listenToRmqChannelErrors();
     }
     this.watchStatus();

@@ -235,10 +235,12 @@ export class KafkaPublisher implements OutboxPublisher, OnApplicationShutdown {
   private partitioned = new Set<string>();
 
   constructor(private readonly options: KafkaPublisherOptions) {
-    if (!options || (!options.kafka && !options.brokers?.length))
+    if (!options || (!options.kafka && !options.brokers?.length)) {
       throw new TypeError(KAFKA_OPTIONS_INVALID('brokers (or kafka) is required'));
-    if (options.topic !== undefined && typeof options.topic !== 'function' && !options.topic)
+    }
+    if (options.topic !== undefined && typeof options.topic !== 'function' && !options.topic) {
       throw new TypeError(KAFKA_OPTIONS_INVALID('topic must be a non-empty string or a function'));
+    }
     const kafkajs = loadKafkaJs();
     const kafka =
       options.kafka ??
@@ -356,8 +358,9 @@ export class KafkaPublisher implements OutboxPublisher, OnApplicationShutdown {
   protected topicOf(m: OutboxMessage): string {
     const t = this.options.topic;
     const topic = typeof t === 'function' ? t(m) : (t ?? m.type);
-    if (typeof topic !== 'string' || !topic)
+    if (typeof topic !== 'string' || !topic) {
       throw new Error(KAFKA_OPTIONS_INVALID(`no topic for message ${m.id}`));
+    }
     return topic;
   }
 

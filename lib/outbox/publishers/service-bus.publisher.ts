@@ -122,10 +122,11 @@ export class ServiceBusPublisher implements OutboxPublisher {
         }
         await flush();
         if (batch.tryAddMessage(item.message)) pending.push(item);
-        else
+        else {
           outcomes[item.index] = new Error(
             `message ${item.message.messageId} is larger than a Service Bus batch`,
           );
+        }
       }
       await flush();
     }
@@ -134,8 +135,9 @@ export class ServiceBusPublisher implements OutboxPublisher {
 
   /** The Service Bus message for an outbox message (override to change the mapping). */
   protected toServiceBusMessage(m: OutboxMessage): ServiceBusMessageLike {
-    if (m.id.length > MAX_ID_LENGTH)
+    if (m.id.length > MAX_ID_LENGTH) {
       throw new Error(`Service Bus messageId is limited to ${MAX_ID_LENGTH} characters: ${m.id}`);
+    }
     const key = m.partitionKey ?? undefined;
     if (key !== undefined && key.length > MAX_ID_LENGTH) {
       throw new Error(

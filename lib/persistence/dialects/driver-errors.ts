@@ -118,15 +118,17 @@ export function isConnectionLostDriverError(e: any): boolean {
     if (
       /^[0-9A-Z]{5}$/.test(code) &&
       (code.startsWith('08') || code === '57P01' || code === '57P02')
-    )
+    ) {
       return true;
+    }
   }
   if (
     typeof e.errno === 'number' &&
     typeof e.sqlState === 'string' &&
     CONNECTION_LOST_MYSQL_ERRNOS.has(e.errno)
-  )
+  ) {
     return true;
+  }
   const message = typeof e.message === 'string' ? e.message : '';
   return CONNECTION_LOST_MESSAGES.some((re) => re.test(message));
 }
@@ -139,15 +141,20 @@ export function isUnavailableDriverError(e: any): boolean {
     if (code === 'EINVALIDSTATE') return TEDIOUS_ENDED.test(String(e.message));
     if (code.startsWith('SQLITE_BUSY')) return true;
     // SQLSTATE (PostgreSQL; mysql2 puts it in sqlState): class 08 is "connection exception".
-    if (/^[0-9A-Z]{5}$/.test(code) && (code.startsWith('08') || UNAVAILABLE_PG_SQLSTATES.has(code)))
+    if (
+      /^[0-9A-Z]{5}$/.test(code) &&
+      (code.startsWith('08') || UNAVAILABLE_PG_SQLSTATES.has(code))
+    ) {
       return true;
+    }
   }
   if (
     typeof e.errno === 'number' &&
     typeof e.sqlState === 'string' &&
     UNAVAILABLE_MYSQL_ERRNOS.has(e.errno)
-  )
+  ) {
     return true;
+  }
   if (typeof e.number === 'number' && UNAVAILABLE_MSSQL_NUMBERS.has(e.number)) return true;
   const message = typeof e.message === 'string' ? e.message : '';
   return PG_MESSAGES.some((re) => re.test(message)) || SOCKET_LOST_TEXT.test(message);
@@ -193,8 +200,9 @@ export function isMisconfiguredDriverError(e: any): boolean {
     typeof e.errno === 'number' &&
     typeof e.sqlState === 'string' &&
     MISCONFIGURED_MYSQL_ERRNOS.has(e.errno)
-  )
+  ) {
     return true;
+  }
   if (typeof e.number !== 'number') return false;
   if (MISCONFIGURED_MSSQL_NUMBERS.has(e.number)) return true;
   const message = typeof e.message === 'string' ? e.message : '';

@@ -29,17 +29,20 @@ const empty = (v: unknown) => v === undefined || v === null || v === '';
 export function checkConnectionOptions(db: DialectName, options: Record<string, unknown>): void {
   const type = String(options.type);
   if (db === 'sqlite') {
-    if ('database' in options && empty(options.database))
+    if ('database' in options && empty(options.database)) {
       throw new Error(CONNECTION_DATABASE_MISSING(type));
+    }
     return;
   }
   if (options.replication) return;
-  if ('url' in options && empty(options.url) && empty(options.host))
+  if ('url' in options && empty(options.url) && empty(options.host)) {
     throw new Error(
       CONNECTION_URL_MISSING(type, options.url, EXAMPLE_URL[db] ?? 'a connection URL'),
     );
-  if (db === 'mssql' && 'host' in options && empty(options.host) && empty(options.url))
+  }
+  if (db === 'mssql' && 'host' in options && empty(options.host) && empty(options.url)) {
     throw new Error(CONNECTION_HOST_MISSING(type));
+  }
   const schemes = URL_SCHEMES[db];
   if (schemes && typeof options.url === 'string' && options.url !== '') {
     const scheme =

@@ -64,7 +64,8 @@ export function getIdempotencyEntities(
     outboxRecordEntity(db, tables.outbox, names.schema),
     outboxKeyLockEntity(db, outboxKeyLocksName(tables.outbox), names.schema),
   ];
-  for (const entity of entities)
+  for (const entity of entities) {
     Object.defineProperty(entity, ENTITY_DIALECT, { value: db, enumerable: false });
+  }
   return entities;
 }

@@ -40,8 +40,9 @@ export function withExactlyOnce<T extends Partial<DataSourceOptions>>(
   const ours = (e: unknown): string | undefined =>
     typeof e === 'object' && e !== null ? (e as Record<symbol, string>)[ENTITY_DIALECT] : undefined;
   const foreign = entities.map(ours).find((d) => d !== undefined && d !== db);
-  if (foreign)
+  if (foreign) {
     throw new Error(ENTITIES_OF_ANOTHER_DATABASE(String(dataSourceOptions.type), foreign));
+  }
   const migrations = getIdempotencyMigrations(libraryOptions);
   // The library's migrations already listed (`...getIdempotencyMigrations()`) are replaced.
   const libraryMigrations = new Set(migrations.map((m) => m.name));

@@ -36,13 +36,15 @@ export function defineMigration(
     name = className;
     async up(queryRunner: QueryRunner): Promise<void> {
       const { type } = queryRunner.connection.options;
-      for (const sql of statements(type, await serverFeatures(queryRunner)).up)
+      for (const sql of statements(type, await serverFeatures(queryRunner)).up) {
         await queryRunner.query(sql);
+      }
     }
     async down(queryRunner: QueryRunner): Promise<void> {
       const { type } = queryRunner.connection.options;
-      for (const sql of statements(type, await serverFeatures(queryRunner)).down)
+      for (const sql of statements(type, await serverFeatures(queryRunner)).down) {
         await queryRunner.query(sql);
+      }
     }
   };
   Object.defineProperty(migration, 'name', { value: className });

@@ -56,7 +56,7 @@ export async function publishCopies(
         ...(e.partitionKey ? { 'partition-key': e.partitionKey } : {}),
       };
       const content = Buffer.from(JSON.stringify({ pattern: e.type, data: JSON.parse(e.payload) }));
-      for (let i = 0; i < copies; i++)
+      for (let i = 0; i < copies; i++) {
         sends.push(() =>
           ch.sendToQueue(queue, content, {
             messageId: e.id,
@@ -66,6 +66,7 @@ export async function publishCopies(
             contentType: 'application/json',
           }),
         );
+      }
     }
     // Copies of one message interleave with everything else, so consumers on several processes
     // get them at the same moment as well as later.
@@ -87,8 +88,9 @@ export async function consumerCounter(processes: AppProcess[], metric: string): 
   for (const p of processes) {
     const text = await (await fetch(`${p.url}/metrics`)).text();
     for (const line of text.split('\n')) {
-      if (line.startsWith(metric) && line.includes('consumer="ledger"'))
+      if (line.startsWith(metric) && line.includes('consumer="ledger"')) {
         total += Number(line.trim().split(/\s+/).pop());
+      }
     }
   }
   return total;

@@ -49,8 +49,9 @@ async function paymentsOf(s: Scenario): Promise<Map<string, string[]>> {
     [`${s.prefix}%`],
   );
   const byCustomer = new Map<string, string[]>();
-  for (const r of list)
+  for (const r of list) {
     byCustomer.set(r.customer_id, [...(byCustomer.get(r.customer_id) ?? []), r.id]);
+  }
   return byCustomer;
 }
 
@@ -131,14 +132,16 @@ export async function assertInvariants(
     }
     const created = o.attempts.filter((a) => a.status === 201);
     for (const a of created) {
-      if (!a.body!.equals(o.created.body!))
+      if (!a.body!.equals(o.created.body!)) {
         throw new Error(`key ${o.key}: two different 201 answers: ${a.body} / ${o.created.body}`);
+      }
     }
     for (const a of o.attempts) {
-      if (a.status !== undefined && a.status !== 201 && a.status !== 409 && a.status < 500)
+      if (a.status !== undefined && a.status !== 201 && a.status !== 409 && a.status < 500) {
         throw new Error(
           `key ${o.key}: unexpected ${a.status} ${a.body?.toString('utf8').slice(0, 300)}`,
         );
+      }
     }
   }
   const payments = await paymentsOf(s);
@@ -148,8 +151,9 @@ export async function assertInvariants(
     expect({ key: o.key, payments: ids }).toEqual({ key: o.key, payments: [idOf(o.created!)] });
   }
   for (const customer of payments.keys()) {
-    if (!byCustomer.has(customer))
+    if (!byCustomer.has(customer)) {
       throw new Error(`a payment exists for ${customer}, which no client asked for`);
+    }
   }
   const paymentIds = new Set([...payments.values()].flat());
 
@@ -205,8 +209,9 @@ export async function assertInvariants(
   await pool(outcomes, 16, async (o, i) => {
     let a = await postOnce(live[i % live.length], o.key, paymentBody(o.customerId));
     // A connection error is no answer: a client sends the request again.
-    for (let n = 1; n < 3 && a.error; n++)
+    for (let n = 1; n < 3 && a.error; n++) {
       a = await postOnce(live[(i + n) % live.length], o.key, paymentBody(o.customerId));
+    }
     if (
       a.status !== 201 ||
       header(a, 'idempotency-replayed') !== 'true' ||

@@ -32,8 +32,9 @@ export async function payTwice(url: string, customerId: string): Promise<string>
   const ok = [a, b].find((r) => r.status === 201) ?? (await pay(url, key, customerId));
   if (ok.status !== 201) throw new Error(`POST /payments: ${ok.status} ${JSON.stringify(ok.body)}`);
   const again = await pay(url, key, customerId);
-  if (again.status !== 201 || again.body.id !== ok.body.id)
+  if (again.status !== 201 || again.body.id !== ok.body.id) {
     throw new Error(`the retry of ${key} was not replayed: ${again.status}`);
+  }
   return ok.body.id as string;
 }
 
@@ -101,13 +102,15 @@ export async function refundTwice(url: string, paymentId: string, amount: number
     return { status: r.status, body: (await r.json().catch(() => undefined)) as any };
   };
   const first = await send();
-  if (first.status !== 201)
+  if (first.status !== 201) {
     throw new Error(
       `POST /payments/${paymentId}/refunds: ${first.status} ${JSON.stringify(first.body)}`,
     );
+  }
   const again = await send();
-  if (again.status !== 201 || again.body.id !== first.body.id)
+  if (again.status !== 201 || again.body.id !== first.body.id) {
     throw new Error(`the retry of refund ${key} was not replayed: ${again.status}`);
+  }
   return first.body.id as string;
 }
 

@@ -88,7 +88,8 @@ export function mssqlConditionalSql(): ConditionalSql {
 const outType = (t: VersionedTableSql) => (t.versionKind === 'rowversion' ? 'BINARY(8)' : 'BIGINT');
 
 function versionOf(t: VersionedTableSql, raw: unknown): VersionValue {
-  if (t.versionKind === 'rowversion')
+  if (t.versionKind === 'rowversion') {
     return Buffer.isBuffer(raw) ? raw : Buffer.from(raw as Uint8Array);
+  }
   return Number(raw);
 }

@@ -156,11 +156,12 @@ export function mssqlIdempotencySql(t: QuotedTables): IdempotencySql {
       if (r?.outcome === 'inserted' && r.inserted_id !== null && r.inserted_id !== undefined) {
         return { outcome: 'inserted', id: String(r.inserted_id) };
       }
-      if (r?.outcome === 'exists')
+      if (r?.outcome === 'exists') {
         return {
           outcome: 'exists',
           row: r.id === null || r.id === undefined ? undefined : mapIdempotencyRow(r),
         };
+      }
       return { outcome: 'locked' };
     },
     async find(exec, scope, key) {

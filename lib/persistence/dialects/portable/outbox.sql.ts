@@ -31,10 +31,12 @@ export function deadFilterWhere(f: OutboxDeadFilter, b: Binder, d: DeadFilterSpe
   const where = [`status = 'dead'`];
   if (f.type !== undefined) where.push(`type = ${b.add(f.type)}`);
   if (f.partitionKey !== undefined) where.push(`partition_key = ${b.add(f.partitionKey)}`);
-  if (f.failedAfter !== undefined)
+  if (f.failedAfter !== undefined) {
     where.push(`failed_at >= ${d.time(b.add(d.timeValue(f.failedAfter)))}`);
-  if (f.failedBefore !== undefined)
+  }
+  if (f.failedBefore !== undefined) {
     where.push(`failed_at < ${d.time(b.add(d.timeValue(f.failedBefore)))}`);
+  }
   if (f.errorContains !== undefined) where.push(d.contains('last_error', b.add(f.errorContains)));
   return where.join(' AND ');
 }

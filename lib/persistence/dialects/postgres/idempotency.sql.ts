@@ -73,15 +73,17 @@ export function postgresIdempotencySql(t: QuotedTables): IdempotencySql {
       );
       const r = rows[0];
       if (!r) return { outcome: 'locked' };
-      if (r.inserted_id !== null && r.inserted_id !== undefined)
+      if (r.inserted_id !== null && r.inserted_id !== undefined) {
         return { outcome: 'inserted', id: String(r.inserted_id) };
+      }
       const row = r.id === null || r.id === undefined ? undefined : mapIdempotencyRow(r);
       // Another transaction holds the key's advisory lock: an uncommitted reservation, a
       // take-over in progress, or just a concurrent replay's transaction. A committed, live
       // record answers for itself (replay, mismatch, or 409 by its lease); otherwise the key is
       // in flight: 409 at once.
-      if (r.ok === false)
+      if (r.ok === false) {
         return row && !row.expired ? { outcome: 'exists', row } : { outcome: 'locked' };
+      }
       return { outcome: 'exists', row };
     },
     async find(exec, scope, key) {

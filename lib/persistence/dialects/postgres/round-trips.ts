@@ -62,8 +62,9 @@ type QueryFn = (this: QueryRunner, sql: string, ...rest: unknown[]) => Promise<u
 export function installPgRoundTrips(dataSource: DataSource): boolean {
   const driver = dataSource.driver as any;
   if (dataSource.options.type !== 'postgres') return false;
-  if ((dataSource.options as any).native || !speaksExtendedProtocol(driver.postgres?.Query))
+  if ((dataSource.options as any).native || !speaksExtendedProtocol(driver.postgres?.Query)) {
     return false;
+  }
   if (dataSource.options.isolationLevel) return false;
   if (driver[HOOKED]) return true;
   driver[HOOKED] = true;
