@@ -80,6 +80,7 @@ export class ExactlyOnceEvents implements OnModuleDestroy {
     this.emit(event, false);
   }
 
+  /** Nest lifecycle hook: completes `events$` (its subscribers see the stream end). */
   onModuleDestroy(): void {
     this.subject.complete();
   }

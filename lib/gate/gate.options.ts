@@ -49,6 +49,7 @@ export type FingerprintFunction<TRequest = any> = (request: TRequest) => string 
  * `IdempotencyRequest` is given.
  */
 export type RequestResolver<TRequest = any> = {
+  /** The value read from `request`; undefined, null or '' means none. */
   resolve(request: TRequest): string | undefined | null;
 }['resolve'];
 
@@ -131,6 +132,7 @@ export interface IdempotentGraphqlRequest<TArgs = any, TContext = any> extends I
  * than throwing). A resolver may declare the platform's request type (checked bivariantly).
  */
 export type ContextResolver = {
+  /** The tenant or principal of `request` in a `contextType` call; undefined, null or '' means none (`-`). */
   resolve(
     request: IdempotencyRequest,
     contextType: IdempotencyContextType,
@@ -275,6 +277,7 @@ const NEVER_STORED_4XX = new Set([408, 409, 425, 429]);
 export const defaultStoreStatus = (status: number): boolean =>
   status >= 200 && status < 500 && !NEVER_STORED_4XX.has(status);
 
+/** Response headers stored with an answer and replayed by default (`storedHeaders`). */
 export const DEFAULT_STORED_HEADERS = [
   'content-type',
   'content-language',

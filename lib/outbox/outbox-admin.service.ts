@@ -133,7 +133,7 @@ export class OutboxAdminService {
 
   /**
    * Puts the dead messages `filter` hits back to pending (attempts reset, due now; failure
-   * history and last error kept) in batches of {@link DEAD_LETTER_BATCH}, each its own short
+   * history and last error kept) in batches of 500 (`DEAD_LETTER_BATCH`), each its own short
    * statement, and wakes the relay of this process. Each dead row is visited once (keyset by
    * sequence), so a message that fails again meanwhile is not re-queued twice. Returns how many.
    */

@@ -110,7 +110,7 @@ export interface OutboxFailureRecord {
   relay: string;
   /** The error's class (its `name`, else its constructor's name). */
   error: string;
-  /** The error's message, cut to {@link OUTBOX_FAILURE_HISTORY}.messageLength characters. */
+  /** The error's message, cut to 500 characters. */
   message: string;
 }
 

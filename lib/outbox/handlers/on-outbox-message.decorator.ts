@@ -3,6 +3,7 @@ import { SetMetadata } from '@nestjs/common';
 /** Metadata key of `@OnOutboxMessage()`. @internal */
 export const OUTBOX_HANDLER_METADATA = 'nestjs-exactly-once:outbox-handler';
 
+/** Options of `@OnOutboxMessage(type, options)`. */
 export interface OnOutboxMessageOptions {
   /**
    * The handler's name: the inbox de-duplicates by (name, message id), so it must stay the same
