@@ -12,6 +12,9 @@ export function graphqlModuleFor(platform: 'express' | 'fastify'): DynamicModule
       driver: MercuriusDriver,
       autoSchemaFile: true,
       graphiql: false,
+      // No parsed-query cache: Mercurius loads its LRU with a dynamic import(), which the suites
+      // that boot this module inside Jest cannot run (Jest's VM needs --experimental-vm-modules).
+      cache: false,
     });
   }
   const { ApolloDriver } = require('@nestjs/apollo') as typeof import('@nestjs/apollo');
