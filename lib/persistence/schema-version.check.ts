@@ -39,6 +39,7 @@ const COLUMNS: Record<keyof QuotedTables, readonly string[]> = {
     'sent_at',
     'failures',
     'failed_at',
+    'route',
   ],
   inbox: [
     'consumer',

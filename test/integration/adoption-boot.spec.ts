@@ -132,7 +132,7 @@ describe.each(databaseKinds())('wiring mistakes on %s', (kind) => {
     db = await createTestDatabase(kind);
     const error = await bootError({ dbUrl: db.url, migrations: 'none' });
     expect(error.message).toMatch(
-      /^IdempotencyModule: the database is not at the library's newest migration: table \S*idempotency_records\S* does not exist; table \S*outbox_messages\S* does not exist; table \S*inbox_messages\S* does not exist; table \S*outbox_messages_key_locks\S* does not exist; not applied: CreateIdempotencyRecords1763700000000, CreateOutboxMessages1763700000200, CreateInboxMessages1763700000300, AddOutboxDeadIndex1763700000400, LowerCaseCheckNames1763700000500, CreateOutboxKeyLocks1763800000100, AddOutboxFailureHistory1763800000200\. /,
+      /^IdempotencyModule: the database is not at the library's newest migration: table \S*idempotency_records\S* does not exist; table \S*outbox_messages\S* does not exist; table \S*inbox_messages\S* does not exist; table \S*outbox_messages_key_locks\S* does not exist; not applied: CreateIdempotencyRecords1763700000000, CreateOutboxMessages1763700000200, CreateInboxMessages1763700000300, AddOutboxDeadIndex1763700000400, LowerCaseCheckNames1763700000500, CreateOutboxKeyLocks1763800000100, AddOutboxFailureHistory1763800000200, AddOutboxRoute1763800000300\. /,
     );
     expect(error.message.endsWith(RUN_MIGRATIONS)).toBe(true);
   });
@@ -140,9 +140,9 @@ describe.each(databaseKinds())('wiring mistakes on %s', (kind) => {
   it('an older migration: init fails naming the one not applied', async () => {
     db = await createTestDatabase(kind);
     const error = await bootError({ dbUrl: db.url, migrations: 'all-but-newest' });
-    // The newest migration adds the outbox's failure columns: the table probe finds them missing too.
+    // The newest migration adds the outbox's route column: the table probe finds it missing too.
     expect(error.message).toMatch(
-      /^IdempotencyModule: the database is not at the library's newest migration: table \S*outbox_messages\S* lacks columns the library needs \(.*\); not applied: AddOutboxFailureHistory1763800000200\. /,
+      /^IdempotencyModule: the database is not at the library's newest migration: table \S*outbox_messages\S* lacks columns the library needs \(.*route.*\); not applied: AddOutboxRoute1763800000300\. /,
     );
     expect(error.message.endsWith(RUN_MIGRATIONS)).toBe(true);
   });
