@@ -42,9 +42,11 @@ const kinds = databaseKinds().filter((k) => k !== 'sqlite');
  * concurrently on a few keys with random pauses between their add() and their COMMIT; three
  * relays in separate processes publish to RabbitMQ while one of them is killed (SIGKILL) every
  * 1-2 s, mid-batch, and replaced (four times). Each key's messages must arrive in the order their
- * transactions committed (recorded by each writer when its COMMIT returned: under the key's
- * lock, taken right before COMMIT and held through it, a later commit of the key cannot return
- * first), none missing; a message may arrive again only right after itself (a relay killed
+ * transactions committed, none missing. The writer side knows commit order only up to its
+ * clock: each writer records when its transaction's body ended (the COMMIT step starts) and when
+ * the transaction returned, and two commits of a key are ordered when one returned before the
+ * other started (overlapping ones may commit either way round; their responses may even be read
+ * in the other order); every such pair must be published in that order; a message may arrive again only right after itself (a relay killed
  * after publishing, before marking: at-least-once, the consumer's inbox drops the copy).
  */
 describe.each(kinds)('outbox commit order per key under 3 relays and SIGKILLs on %s', (kind) => {
@@ -96,6 +98,8 @@ describe.each(kinds)('outbox commit order per key under 3 relays and SIGKILLs on
     try {
       const keys = Array.from({ length: 6 }, (_, k) => `acct-${k}-${randomUUID().slice(0, 6)}`);
       const committed = new Map<string, string[]>(keys.map((k) => [k, []]));
+      // Per message: when its COMMIT step started and when its transaction returned.
+      const window = new Map<string, { start: number; end: number }>();
       const writers = 8;
       const perWriter = 40;
       await Promise.all(
@@ -110,7 +114,9 @@ describe.each(kinds)('outbox commit order per key under 3 relays and SIGKILLs on
                 payload: { key, uid },
               });
               await sleep(Math.random() * 60);
+              window.set(uid, { start: performance.now(), end: Infinity });
             });
+            window.get(uid)!.end = performance.now();
             committed.get(key)!.push(uid);
           }
         }),
@@ -138,8 +144,20 @@ describe.each(kinds)('outbox commit order per key under 3 relays and SIGKILLs on
         const got = arrived.get(key)!;
         const collapsed = got.filter((u, n) => n === 0 || got[n - 1] !== u);
         repeats += got.length - collapsed.length;
-        // Nothing lost, nothing out of place, nothing repeated anywhere but right after itself.
-        expect(collapsed).toEqual(committed.get(key));
+        // Nothing lost, nothing repeated anywhere but right after itself.
+        expect([...collapsed].sort()).toEqual([...committed.get(key)!].sort());
+        expect(new Set(collapsed).size).toBe(collapsed.length);
+        // Nothing out of place: no message published after one whose transaction started its
+        // COMMIT only after the first one's had returned.
+        const outOfOrder: string[] = [];
+        for (let i = 0; i < collapsed.length; i++) {
+          for (let j = i + 1; j < collapsed.length; j++) {
+            if (window.get(collapsed[j])!.end < window.get(collapsed[i])!.start) {
+              outOfOrder.push(`${collapsed[j]} committed before ${collapsed[i]}, published after`);
+            }
+          }
+        }
+        expect(outOfOrder).toEqual([]);
       }
       expect(kills).toBeGreaterThan(0);
       process.stdout.write(
