@@ -60,6 +60,24 @@ export interface ReencryptTarget {
 }
 
 /**
+ * A report of nothing done yet, from `after` (the cursor a run starts at).
+ * @internal
+ */
+export function emptyReencryptReport(after: string | undefined): ReencryptReport {
+  return {
+    scanned: 0,
+    rewritten: 0,
+    current: 0,
+    changedMeanwhile: 0,
+    plaintextLeft: 0,
+    unreadable: 0,
+    missingKeyIds: [],
+    cursor: after,
+    done: false,
+  };
+}
+
+/**
  * The re-encryption job's core, for any executor: walks the completed, unexpired records in id
  * order, `batchSize` at a time, and rewrites each answer not sealed under the ring's first key
  * (an older key of the ring, the single `encryptionKey`'s format 1, or plaintext when allowed)
@@ -75,17 +93,7 @@ export async function reencryptWith(
   const batchSize = Math.min(5000, Math.max(1, Math.floor(options.batchSize ?? 500)));
   const includePlaintext = options.includePlaintext ?? ring.acceptPlaintext;
   const missing = new Set<string>();
-  const report: ReencryptReport = {
-    scanned: 0,
-    rewritten: 0,
-    current: 0,
-    changedMeanwhile: 0,
-    plaintextLeft: 0,
-    unreadable: 0,
-    missingKeyIds: [],
-    cursor: options.after,
-    done: false,
-  };
+  const report = emptyReencryptReport(options.after);
   for (let batch = 0; options.maxBatches === undefined || batch < options.maxBatches; batch++) {
     const rows = await target.sql.page(target.exec, report.cursor, batchSize);
     for (const row of rows) {

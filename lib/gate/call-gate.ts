@@ -27,7 +27,7 @@ import {
   serviceUnavailable,
 } from '../problem-details';
 import { errorText, unreplayableAnswer } from './gate-answers';
-import { IDEMPOTENCY_INFO, type IdempotencyInfo } from './idempotency-context';
+import { IDEMPOTENCY_INFO, idempotencyInfo, type IdempotencyInfo } from './idempotency-context';
 import {
   inProgress,
   keyReused,
@@ -37,6 +37,7 @@ import {
 } from './idempotency.errors';
 import { InFlightRegistry } from './in-flight.registry';
 import { LeaseKeeper } from './lease-keeper';
+import { buildContextScope } from './request-scope';
 import { decodeSnapshot, encodeSnapshot, sealingOf } from './response-snapshot';
 
 /**
@@ -59,6 +60,58 @@ export interface GuardedCall {
    * adapter stores none). The handler's writes roll back either way.
    */
   storableError?: (error: unknown) => StoredError | undefined;
+}
+
+/** What the ledger is asked for a guarded call or request: its key, scope, hash and options. */
+export function ledgerRequestOf(
+  opts: ResolvedEndpointOptions,
+  scope: string,
+  key: string,
+  requestHash: Buffer,
+): LedgerRequest {
+  return {
+    scope,
+    key,
+    requestHash,
+    mode: opts.mode,
+    ttlMs: opts.ttl,
+    leaseMs: opts.leaseMs,
+    retryAfterSeconds: opts.retryAfterSeconds,
+  };
+}
+
+/** What a context's adapter reads of a call that has a key (see guardedCallOf). */
+export interface ContextCallParts {
+  context: GuardedCall['context'];
+  /** The pattern (RPC) or response path (GraphQL) the call addresses. */
+  subject: string;
+  request: unknown;
+  tenant: string;
+  principal: string;
+  requestHash: Buffer;
+}
+
+/**
+ * The guarded call of a context other than HTTP, or undefined when there is no key (and none is
+ * required): `read` runs only for a key. Its scope is `tenant|principal|<context>:<subject>`.
+ * @internal
+ */
+export function guardedCallOf(
+  opts: ResolvedEndpointOptions,
+  key: string | undefined,
+  read: () => ContextCallParts,
+): GuardedCall | undefined {
+  if (key === undefined) return undefined;
+  const p = read();
+  const scope = buildContextScope(p.tenant, p.principal, p.context, p.subject);
+  return {
+    context: p.context,
+    subject: p.subject,
+    opts,
+    info: idempotencyInfo(key, scope),
+    request: p.request,
+    ledger: ledgerRequestOf(opts, scope, key, p.requestHash),
+  };
 }
 
 /** A thrown answer to store: its status (4xx) and the JSON the adapter rebuilds it from. */

@@ -7,6 +7,16 @@ import type {
   ResolvedIdempotencyOptions,
 } from '../idempotency.options';
 import { resolveEndpointOptions } from '../idempotency-options.resolver';
+import type { FingerprintOptions } from './gate.options';
+import {
+  customFingerprint,
+  type FingerprintInput,
+  NO_FINGERPRINT,
+  requestFingerprint,
+} from './request-fingerprint';
+
+/** What a context's gate reads of its request for the default fingerprint. */
+export type FingerprintParts = Omit<FingerprintInput, 'excludeBodyPaths' | 'includeBodyPaths'>;
 
 /**
  * An endpoint's options (`@Idempotent()` on the handler or its class, over the module's), resolved
@@ -46,5 +56,24 @@ export class EndpointOptionsCache {
       this.excluded.set(f, s);
     }
     return s;
+  }
+
+  /**
+   * The fingerprint of a call under the endpoint's `fingerprint` option: none (`false`), the
+   * app's function of the request, or the request's `parts` with the option's body paths.
+   */
+  fingerprint(
+    opts: ResolvedEndpointOptions,
+    request: unknown,
+    parts: (f: Required<FingerprintOptions>) => FingerprintParts,
+  ): Buffer {
+    const f = opts.fingerprint;
+    if (f === false) return NO_FINGERPRINT;
+    if (typeof f === 'function') return customFingerprint(f(request));
+    return requestFingerprint({
+      ...parts(f),
+      excludeBodyPaths: this.excludedPathsOf(f),
+      includeBodyPaths: f.includeBodyPaths,
+    });
   }
 }

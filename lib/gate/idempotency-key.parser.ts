@@ -1,4 +1,5 @@
-import { invalidKey } from './idempotency.errors';
+import type { ResolvedEndpointOptions } from '../idempotency.options';
+import { invalidKey, missingKey } from './idempotency.errors';
 
 const VISIBLE_ASCII = /^[\x21-\x7e]+$/;
 
@@ -25,6 +26,41 @@ export function checkIdempotencyKey(key: string, maxLength: number, source?: str
     throw invalidKey('the key must contain only visible ASCII characters (0x21-0x7E)', source);
   }
   return key;
+}
+
+/** RFC 9110 optional white space (SP, HTAB) at either end of a header value. */
+const OWS_AROUND = /^[ \t]+|[ \t]+$/g;
+
+type KeyOptions = Pick<ResolvedEndpointOptions, 'required' | 'maxKeyLength' | 'headerName'>;
+
+/**
+ * The key the app's function (`keyResolver` / `keyFrom`) returned: undefined when it returned
+ * none and none is required; a missing required key or an invalid one throws a 400 problem.
+ */
+export function keyFromValue(value: unknown, opts: KeyOptions): string | undefined {
+  if (value === undefined || value === null || value === '') {
+    if (!opts.required) return undefined;
+    throw missingKey(undefined);
+  }
+  return checkIdempotencyKey(String(value), opts.maxKeyLength, 'The idempotency key');
+}
+
+/**
+ * The key of the `headerName` header's values (HTTP, the GraphQL request's, a transport's):
+ * undefined when there is none and none is required; a missing required key, a repeated header
+ * or an invalid key throws a 400 problem. Only HTTP's optional white space (SP, HTAB) around the
+ * value is dropped, not String#trim's Unicode white space: a key that starts with a no-break
+ * space (0xA0) is invalid, not another key.
+ */
+export function keyFromHeader(values: readonly string[], opts: KeyOptions): string | undefined {
+  if (values.length === 0) {
+    if (!opts.required) return undefined;
+    throw missingKey(opts.headerName);
+  }
+  if (values.length > 1) {
+    throw invalidKey(`the ${opts.headerName} header appears ${values.length} times`);
+  }
+  return parseIdempotencyKey(values[0].replace(OWS_AROUND, ''), opts.maxKeyLength);
 }
 
 function parseSfString(value: string): string {

@@ -19,6 +19,7 @@ import { IdempotencyLedger, type SettledDecision } from '../persistence/idempote
 import type { ProblemException } from '../problem-details';
 import { toRetryAfterSeconds } from '../persistence/time';
 import { answerAfterPoll } from './answer-after-poll';
+import { ledgerRequestOf } from './call-gate';
 import { ExactlyOnceEvents } from '../events/exactly-once.events';
 import { GateAnswers } from './gate-answers';
 import type { GuardedRequest } from './guarded-request';
@@ -33,18 +34,13 @@ import {
 } from '../internal/http-platform';
 import { IDEMPOTENCY_INFO, idempotencyInfo, setRequestInfo } from './idempotency-context';
 import type { ReplayHeaders, ReplayResponse } from './idempotency-exception.filter';
-import { invalidKey, missingKey } from './idempotency.errors';
-import { checkIdempotencyKey, parseIdempotencyKey } from './idempotency-key.parser';
+import { keyFromHeader, keyFromValue } from './idempotency-key.parser';
 import { InFlightRegistry } from './in-flight.registry';
 import { LeasedMode } from './leased.mode';
-import { customFingerprint, NO_FINGERPRINT, requestFingerprint } from './request-fingerprint';
 import { buildScope } from './request-scope';
 import { normalizePath, resourcePath } from './resource-path';
 import { EndpointOptionsCache } from './endpoint-options.cache';
 import { TransactionalMode } from './transactional.mode';
-
-/** RFC 9110 optional white space (SP, HTAB) at either end of a header value. */
-const OWS_AROUND = /^[ \t]+|[ \t]+$/g;
 
 /**
  * The HTTP idempotency gate's Nest side: for each guarded request it resolves the endpoint's
@@ -97,15 +93,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const guarded: GuardedRequest = {
       opts,
       info,
-      ledger: {
-        scope,
-        key,
-        requestHash: this.fingerprint(req, path, opts),
-        mode: opts.mode,
-        ttlMs: opts.ttl,
-        leaseMs: opts.leaseMs,
-        retryAfterSeconds: opts.retryAfterSeconds,
-      },
+      ledger: ledgerRequestOf(opts, scope, key, this.fingerprint(req, path, opts)),
       req,
       res: http.getResponse(),
       method,
@@ -182,25 +170,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
    * unguarded); a missing required key or an invalid one throws a 400 problem.
    */
   protected getKey(req: any, opts: ResolvedEndpointOptions): string | undefined {
-    if (opts.keyResolver) {
-      const value = opts.keyResolver(req);
-      if (value === undefined || value === null || value === '') {
-        if (!opts.required) return undefined;
-        throw missingKey(undefined);
-      }
-      return checkIdempotencyKey(String(value), opts.maxKeyLength, 'The idempotency key');
-    }
-    const values = headerValues(req, opts.headerName);
-    if (values.length === 0) {
-      if (!opts.required) return undefined;
-      throw missingKey(opts.headerName);
-    }
-    if (values.length > 1) {
-      throw invalidKey(`the ${opts.headerName} header appears ${values.length} times`);
-    }
-    // Only HTTP's optional white space (SP, HTAB) around the value, not String#trim's Unicode
-    // white space: a key that starts with a no-break space (0xA0) is invalid, not another key.
-    return parseIdempotencyKey(values[0].replace(OWS_AROUND, ''), opts.maxKeyLength);
+    if (opts.keyResolver) return keyFromValue(opts.keyResolver(req), opts);
+    return keyFromHeader(headerValues(req, opts.headerName), opts);
   }
 
   /**
@@ -231,10 +202,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
    * method, resource path, sorted query, configured headers and the body (canonical JSON).
    */
   protected fingerprint(req: any, path: string, opts: ResolvedEndpointOptions): Buffer {
-    const f = opts.fingerprint;
-    if (f === false) return NO_FINGERPRINT;
-    if (typeof f === 'function') return customFingerprint(f(req));
-    return requestFingerprint({
+    return this.endpoints.fingerprint(opts, req, (f) => ({
       method: req.method,
       route: path,
       query: queryString(req),
@@ -242,9 +210,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       contentType: headerValue(req, 'content-type'),
       body: req.body,
       rawBody: req.rawBody,
-      excludeBodyPaths: this.endpoints.excludedPathsOf(f),
-      includeBodyPaths: f.includeBodyPaths,
-    });
+    }));
   }
 
   private replayHeadersOf(opts: ResolvedEndpointOptions): ReplayHeaders {

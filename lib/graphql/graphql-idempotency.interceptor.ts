@@ -14,14 +14,10 @@ import type {
   ResolvedIdempotencyOptions,
 } from '../idempotency.options';
 import { ProblemException } from '../problem-details';
-import { CallGate, type GuardedCall } from '../gate/call-gate';
+import { CallGate, type GuardedCall, guardedCallOf } from '../gate/call-gate';
 import { EndpointOptionsCache } from '../gate/endpoint-options.cache';
 import { trackHandlerBody, type HandlerBodyState } from '../gate/handler-body.tracker';
-import { idempotencyInfo } from '../gate/idempotency-context';
-import { invalidKey, missingKey } from '../gate/idempotency.errors';
-import { checkIdempotencyKey, parseIdempotencyKey } from '../gate/idempotency-key.parser';
-import { customFingerprint, NO_FINGERPRINT, requestFingerprint } from '../gate/request-fingerprint';
-import { buildContextScope } from '../gate/request-scope';
+import { keyFromHeader, keyFromValue } from '../gate/idempotency-key.parser';
 import { replayedGraphqlError, storableGraphqlError, toGraphqlError } from './graphql.errors';
 import {
   graphqlHeaderValues,
@@ -30,9 +26,6 @@ import {
   responsePathOf,
   setGraphqlResponseHeader,
 } from './graphql-key.reader';
-
-/** RFC 9110 optional white space (SP, HTAB) at either end of a header value. */
-const OWS_AROUND = /^[ \t]+|[ \t]+$/g;
 
 /**
  * `@Idempotent()` on a GraphQL mutation resolver (`@Mutation()`, code-first or schema-first, any
@@ -119,30 +112,14 @@ export class GraphqlIdempotencyInterceptor implements NestInterceptor {
     http: GraphqlHttp,
     opts: ResolvedEndpointOptions,
   ): GuardedCall | undefined {
-    const key = this.getKey(request, http, opts);
-    if (key === undefined) return undefined;
-    const scope = buildContextScope(
-      this.getTenant(request),
-      this.getPrincipal(request),
-      'graphql',
-      request.path,
-    );
-    return {
+    return guardedCallOf(opts, this.getKey(request, http, opts), () => ({
       context: 'graphql',
       subject: request.path,
-      opts,
-      info: idempotencyInfo(key, scope),
       request,
-      ledger: {
-        scope,
-        key,
-        requestHash: this.fingerprint(request, opts),
-        mode: opts.mode,
-        ttlMs: opts.ttl,
-        leaseMs: opts.leaseMs,
-        retryAfterSeconds: opts.retryAfterSeconds,
-      },
-    };
+      tenant: this.getTenant(request),
+      principal: this.getPrincipal(request),
+      requestHash: this.fingerprint(request, opts),
+    }));
   }
 
   /**
@@ -156,23 +133,8 @@ export class GraphqlIdempotencyInterceptor implements NestInterceptor {
     http: GraphqlHttp,
     opts: ResolvedEndpointOptions,
   ): string | undefined {
-    if (opts.keyFrom) {
-      const value = opts.keyFrom(request.args, request.context);
-      if (value === undefined || value === null || value === '') {
-        if (!opts.required) return undefined;
-        throw missingKey(undefined);
-      }
-      return checkIdempotencyKey(String(value), opts.maxKeyLength, 'The idempotency key');
-    }
-    const values = graphqlHeaderValues(http, opts.headerName);
-    if (values.length === 0) {
-      if (!opts.required) return undefined;
-      throw missingKey(opts.headerName);
-    }
-    if (values.length > 1) {
-      throw invalidKey(`the ${opts.headerName} header appears ${values.length} times`);
-    }
-    return parseIdempotencyKey(values[0].replace(OWS_AROUND, ''), opts.maxKeyLength);
+    if (opts.keyFrom) return keyFromValue(opts.keyFrom(request.args, request.context), opts);
+    return keyFromHeader(graphqlHeaderValues(http, opts.headerName), opts);
   }
 
   /** Tenant of the call (override to read it elsewhere). */
@@ -192,10 +154,7 @@ export class GraphqlIdempotencyInterceptor implements NestInterceptor {
    * request, or none.
    */
   protected fingerprint(request: IdempotentGraphqlRequest, opts: ResolvedEndpointOptions): Buffer {
-    const f = opts.fingerprint;
-    if (f === false) return NO_FINGERPRINT;
-    if (typeof f === 'function') return customFingerprint(f(request));
-    return requestFingerprint({
+    return this.endpoints.fingerprint(opts, request, (f) => ({
       method: 'GRAPHQL',
       route: request.field,
       query: '',
@@ -206,8 +165,6 @@ export class GraphqlIdempotencyInterceptor implements NestInterceptor {
       contentType: 'application/json',
       body: request.args ?? null,
       rawBody: undefined,
-      excludeBodyPaths: this.endpoints.excludedPathsOf(f),
-      includeBodyPaths: f.includeBodyPaths,
-    });
+    }));
   }
 }

@@ -17,24 +17,23 @@ export interface GraphqlProblemExtensions {
   [key: string]: unknown;
 }
 
+/** The gate's problem types that have a GraphQL code of their own. */
+const CODED_PROBLEMS = [
+  'keyMissing',
+  'keyInvalid',
+  'inProgress',
+  'mismatch',
+  'leaseLost',
+  'unavailable',
+] as const;
+
+const GRAPHQL_CODE_BY_TYPE: ReadonlyMap<string, string> = new Map(
+  CODED_PROBLEMS.map((name) => [PROBLEM_TYPES[name], GRAPHQL_ERROR_CODES[name]]),
+);
+
 /** The `extensions.code` of a gate problem. */
 export function graphqlCodeOf(type: string): string {
-  switch (type) {
-    case PROBLEM_TYPES.keyMissing:
-      return GRAPHQL_ERROR_CODES.keyMissing;
-    case PROBLEM_TYPES.keyInvalid:
-      return GRAPHQL_ERROR_CODES.keyInvalid;
-    case PROBLEM_TYPES.inProgress:
-      return GRAPHQL_ERROR_CODES.inProgress;
-    case PROBLEM_TYPES.mismatch:
-      return GRAPHQL_ERROR_CODES.mismatch;
-    case PROBLEM_TYPES.leaseLost:
-      return GRAPHQL_ERROR_CODES.leaseLost;
-    case PROBLEM_TYPES.unavailable:
-      return GRAPHQL_ERROR_CODES.unavailable;
-    default:
-      return GRAPHQL_ERROR_CODES.internal;
-  }
+  return GRAPHQL_CODE_BY_TYPE.get(type) ?? GRAPHQL_ERROR_CODES.internal;
 }
 
 /** The extensions of a gate problem (see GraphqlProblemExtensions). */

@@ -15,13 +15,9 @@ import type {
   ResolvedIdempotencyOptions,
 } from '../idempotency.options';
 import { ProblemException } from '../problem-details';
-import { CallGate, type GuardedCall } from '../gate/call-gate';
+import { CallGate, type GuardedCall, guardedCallOf } from '../gate/call-gate';
 import { canonicalJson } from '../gate/canonical-json';
-import { idempotencyInfo } from '../gate/idempotency-context';
-import { invalidKey, missingKey } from '../gate/idempotency.errors';
-import { checkIdempotencyKey, parseIdempotencyKey } from '../gate/idempotency-key.parser';
-import { customFingerprint, NO_FINGERPRINT, requestFingerprint } from '../gate/request-fingerprint';
-import { buildContextScope } from '../gate/request-scope';
+import { keyFromHeader, keyFromValue } from '../gate/idempotency-key.parser';
 import { EndpointOptionsCache } from '../gate/endpoint-options.cache';
 import { RmqDeliveryAcknowledger } from '../inbox/rmq-delivery.acknowledger';
 import { rpcProblem } from './rpc.errors';
@@ -109,59 +105,28 @@ export class RpcIdempotencyInterceptor implements NestInterceptor {
     request: IdempotentRpcRequest,
     opts: ResolvedEndpointOptions,
   ): GuardedCall | undefined {
-    const key = this.getKey(request, opts);
-    if (key === undefined) return undefined;
-    const scope = buildContextScope(
-      this.getTenant(request),
-      this.getPrincipal(request),
-      'rpc',
-      request.pattern,
-    );
-    return {
+    return guardedCallOf(opts, this.getKey(request, opts), () => ({
       context: 'rpc',
       subject: request.pattern,
-      opts,
-      info: idempotencyInfo(key, scope),
       request,
-      ledger: {
-        scope,
-        key,
-        requestHash: this.fingerprint(request, opts),
-        mode: opts.mode,
-        ttlMs: opts.ttl,
-        leaseMs: opts.leaseMs,
-        retryAfterSeconds: opts.retryAfterSeconds,
-      },
-    };
+      tenant: this.getTenant(request),
+      principal: this.getPrincipal(request),
+      requestHash: this.fingerprint(request, opts),
+    }));
   }
 
   /**
    * The call's key: `keyFrom(data, context)` when the handler has one, else the transport's
-   * `headerName` header. Undefined when there is none and none is required; a missing required
-   * key or an invalid one throws a 400 problem.
+   * `headerName` header (only optional white space, SP and HTAB, around the value, as for the
+   * HTTP header). Undefined when there is none and none is required; a missing required key or
+   * an invalid one throws a 400 problem.
    */
   protected getKey(
     request: IdempotentRpcRequest,
     opts: ResolvedEndpointOptions,
   ): string | undefined {
-    if (opts.keyFrom) {
-      const value = opts.keyFrom(request.data, request.context);
-      if (value === undefined || value === null || value === '') {
-        if (!opts.required) return undefined;
-        throw missingKey(undefined);
-      }
-      return checkIdempotencyKey(String(value), opts.maxKeyLength, 'The idempotency key');
-    }
-    const values = rpcHeaderValues(request.context, opts.headerName);
-    if (values.length === 0) {
-      if (!opts.required) return undefined;
-      throw missingKey(opts.headerName);
-    }
-    if (values.length > 1) {
-      throw invalidKey(`the ${opts.headerName} header appears ${values.length} times`);
-    }
-    // Only optional white space (SP, HTAB) around the value, as for the HTTP header.
-    return parseIdempotencyKey(values[0].replace(/^[ \t]+|[ \t]+$/g, ''), opts.maxKeyLength);
+    if (opts.keyFrom) return keyFromValue(opts.keyFrom(request.data, request.context), opts);
+    return keyFromHeader(rpcHeaderValues(request.context, opts.headerName), opts);
   }
 
   /** Tenant of the call (override to read it elsewhere). */
@@ -180,20 +145,17 @@ export class RpcIdempotencyInterceptor implements NestInterceptor {
    * the transport's headers), or the app's function of the request, or none.
    */
   protected fingerprint(request: IdempotentRpcRequest, opts: ResolvedEndpointOptions): Buffer {
-    const f = opts.fingerprint;
-    if (f === false) return NO_FINGERPRINT;
-    if (typeof f === 'function') return customFingerprint(f(request));
-    const body = request.data === undefined ? null : request.data;
-    return requestFingerprint({
-      method: 'RPC',
-      route: request.pattern,
-      query: '',
-      headers: f.headers.map((h) => [h.toLowerCase(), rpcHeaderValues(request.context, h)[0]]),
-      contentType: 'application/json',
-      body: Buffer.isBuffer(body) ? body.toString('base64') : body,
-      rawBody: undefined,
-      excludeBodyPaths: this.endpoints.excludedPathsOf(f),
-      includeBodyPaths: f.includeBodyPaths,
+    return this.endpoints.fingerprint(opts, request, (f) => {
+      const body = request.data === undefined ? null : request.data;
+      return {
+        method: 'RPC',
+        route: request.pattern,
+        query: '',
+        headers: f.headers.map((h) => [h.toLowerCase(), rpcHeaderValues(request.context, h)[0]]),
+        contentType: 'application/json',
+        body: Buffer.isBuffer(body) ? body.toString('base64') : body,
+        rawBody: undefined,
+      };
     });
   }
 

@@ -2,6 +2,7 @@ import { DataSource } from 'typeorm';
 import { dataSourceOptionsFromUrl } from '../database-url';
 import { keysFromEnv, KeyRing } from '../../encryption/key-ring';
 import {
+  emptyReencryptReport,
   reencryptStoredAnswers,
   type ReencryptReport,
 } from '../../encryption/reencrypt-stored-answers';
@@ -57,7 +58,7 @@ export const answersReencryptCommand = {
       process.stderr.write(`answers reencrypt: cannot connect: ${(e as Error).message}\n`);
       return 2;
     }
-    const total = emptyReport(parsed.after);
+    const total = emptyReencryptReport(parsed.after);
     try {
       await runInBatches(dataSource, ring, parsed, total);
       process.stdout.write(`${JSON.stringify(total)}\n`);
@@ -76,20 +77,6 @@ export const answersReencryptCommand = {
     }
   },
 };
-
-function emptyReport(after: string | undefined): ReencryptReport {
-  return {
-    scanned: 0,
-    rewritten: 0,
-    current: 0,
-    changedMeanwhile: 0,
-    plaintextLeft: 0,
-    unreadable: 0,
-    missingKeyIds: [],
-    cursor: after,
-    done: false,
-  };
-}
 
 /** One batch per call, a progress line after each, the counts added up in `total`. */
 async function runInBatches(

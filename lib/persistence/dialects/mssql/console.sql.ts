@@ -1,8 +1,8 @@
 import type { ConsoleSql } from '../contracts/console.contract';
 import type { QuotedTables } from '../dialect';
-import { INBOX_COLUMNS, inboxStatusCounts, recordTimes } from '../portable/console.sql';
+import { consoleReads, INBOX_COLUMNS } from '../portable/console.sql';
 import { Binder } from '../portable/sql-style';
-import { mapInboxRow, num } from '../row-mappers';
+import { mapInboxRow } from '../row-mappers';
 import { compact, MSSQL_STYLE } from './mssql.helpers';
 
 /**
@@ -47,17 +47,6 @@ export function mssqlConsoleSql(t: QuotedTables): ConsoleSql {
       );
       return rows.map(mapInboxRow);
     },
-    async inboxCounts(exec) {
-      const { rows } = await exec(counts);
-      return inboxStatusCounts(rows);
-    },
-    async outboxSentPerMinute(exec, minutes) {
-      const { rows } = await exec(sentPerMinute, [Math.floor(minutes) * 60_000]);
-      return rows.map((r) => ({ minutesAgo: num(r.minutes_ago), sent: num(r.sent) }));
-    },
-    async idempotencyTimes(exec, scope, key) {
-      const { rows } = await exec(times, [scope, key]);
-      return recordTimes(rows[0]);
-    },
+    ...consoleReads({ inboxCounts: counts, sentPerMinute, times }),
   };
 }

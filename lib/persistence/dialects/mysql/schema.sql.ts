@@ -1,6 +1,7 @@
 import type { QuotedTables } from '../dialect';
 import { keyLockSeed } from '../contracts/schema.contract';
 import type { SchemaDdl } from '../contracts/schema.contract';
+import { addedColumns, createdTable, noDdlChange } from '../portable/schema.sql';
 
 /** MySQL/MariaDB DDL: binary collations so keys are case-sensitive; InnoDB for row locks. */
 export function mysqlSchema(
@@ -12,9 +13,8 @@ export function mysqlSchema(
       // sequence order for the claim; (partition_key, status, seq) serves the ordered mode and
       // (status, sent_at) the retention cleanup. Ids and types are ASCII (validated by the service).
       const { qualified: T, bare: n } = table('outbox');
-      return {
-        up: [
-          `CREATE TABLE ${T} (
+      return createdTable(T, [
+        `CREATE TABLE ${T} (
             seq BIGINT NOT NULL AUTO_INCREMENT,
             id VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
             type VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
@@ -36,52 +36,41 @@ export function mysqlSchema(
             KEY ix_${n}_status_sent_at (status, sent_at),
             CONSTRAINT ck_${n}_status CHECK (status IN ('pending', 'sent', 'dead'))
           ) ENGINE=InnoDB`,
-        ],
-        down: [`DROP TABLE ${T}`],
-      };
+      ]);
     },
     outboxKeyLocks() {
       // Locked with SELECT … FOR UPDATE by primary key (record locks only).
       const { qualified: T } = table('outboxKeyLocks');
-      return {
-        up: [
-          `CREATE TABLE ${T} (slot INT NOT NULL, n BIGINT NOT NULL, PRIMARY KEY (slot)) ENGINE=InnoDB`,
-          ...keyLockSeed(T, 512),
-        ],
-        down: [`DROP TABLE ${T}`],
-      };
+      return createdTable(T, [
+        `CREATE TABLE ${T} (slot INT NOT NULL, n BIGINT NOT NULL, PRIMARY KEY (slot)) ENGINE=InnoDB`,
+        ...keyLockSeed(T, 512),
+      ]);
     },
     checkNames() {
       // Lower-case CHECK names from the start here: nothing to rename (SQL Server's step).
-      return { up: [], down: [] };
+      return noDdlChange();
     },
     outboxDeadIndex() {
       // Nothing to add: MySQL and MariaDB have no partial indexes, and the outbox's
       // (status, seq) index already serves the count of dead messages.
-      return { up: [], down: [] };
+      return noDdlChange();
     },
     outboxFailureHistory() {
       const { qualified: T } = table('outbox');
-      return {
-        up: [
-          `ALTER TABLE ${T} ADD COLUMN failures MEDIUMTEXT CHARACTER SET utf8mb4 NULL, ADD COLUMN failed_at DATETIME(3) NULL`,
-        ],
-        down: [`ALTER TABLE ${T} DROP COLUMN failures, DROP COLUMN failed_at`],
-      };
+      return addedColumns(T, [
+        ['failures', 'MEDIUMTEXT CHARACTER SET utf8mb4 NULL'],
+        ['failed_at', 'DATETIME(3) NULL'],
+      ]);
     },
     outboxRoute() {
       // An instant ADD COLUMN on MySQL 8 / MariaDB 10.3+ (a trailing nullable column).
       const { qualified: T } = table('outbox');
-      return {
-        up: [`ALTER TABLE ${T} ADD COLUMN route VARCHAR(64) NULL`],
-        down: [`ALTER TABLE ${T} DROP COLUMN route`],
-      };
+      return addedColumns(T, [['route', 'VARCHAR(64) NULL']]);
     },
     inbox() {
       const { qualified: T, bare: n } = table('inbox');
-      return {
-        up: [
-          `CREATE TABLE ${T} (
+      return createdTable(T, [
+        `CREATE TABLE ${T} (
             consumer VARCHAR(200) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
             message_id VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
             status VARCHAR(16) NOT NULL,
@@ -93,15 +82,12 @@ export function mysqlSchema(
             KEY ix_${n}_received_at (received_at),
             CONSTRAINT ck_${n}_status CHECK (status IN ('processed', 'retrying', 'failed'))
           ) ENGINE=InnoDB`,
-        ],
-        down: [`DROP TABLE ${T}`],
-      };
+      ]);
     },
     idempotency() {
       const { qualified: T, bare: n } = table('idempotency');
-      return {
-        up: [
-          `CREATE TABLE ${T} (
+      return createdTable(T, [
+        `CREATE TABLE ${T} (
             id BIGINT NOT NULL AUTO_INCREMENT,
             scope VARCHAR(450) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
             idempotency_key VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
@@ -120,9 +106,7 @@ export function mysqlSchema(
             KEY ix_${n}_expires_at (expires_at),
             CONSTRAINT ck_${n}_state CHECK (state IN ('started', 'completed'))
           ) ENGINE=InnoDB`,
-        ],
-        down: [`DROP TABLE ${T}`],
-      };
+      ]);
     },
   };
 }

@@ -29,6 +29,36 @@ export function recordTimes(r: any) {
   };
 }
 
+/** The console's statements whose rows every database returns alike. */
+export interface ConsoleStatements {
+  /** consumer, status, n: the inbox's rows per consumer and status. */
+  inboxCounts: string;
+  /** minutes_ago, sent: the outbox's sent rows per minute; one parameter, the window in ms. */
+  sentPerMinute: string;
+  /** created_at, completed_at, expires_at of a ledger record; parameters: scope, key. */
+  times: string;
+}
+
+/** The console's reads that run a dialect's statement and map its rows the same way everywhere. */
+export function consoleReads(
+  sql: ConsoleStatements,
+): Pick<ConsoleSql, 'inboxCounts' | 'outboxSentPerMinute' | 'idempotencyTimes'> {
+  return {
+    async inboxCounts(exec) {
+      const { rows } = await exec(sql.inboxCounts);
+      return inboxStatusCounts(rows);
+    },
+    async outboxSentPerMinute(exec, minutes) {
+      const { rows } = await exec(sql.sentPerMinute, [Math.floor(minutes) * 60_000]);
+      return rows.map((r) => ({ minutesAgo: num(r.minutes_ago), sent: num(r.sent) }));
+    },
+    async idempotencyTimes(exec, scope, key) {
+      const { rows } = await exec(sql.times, [scope, key]);
+      return recordTimes(rows[0]);
+    },
+  };
+}
+
 /**
  * The console's reads on PostgreSQL, MySQL/MariaDB and SQLite (MVCC or consistent non-locking
  * reads: they never wait on the relay or a consumer). The inbox list walks the received_at index
@@ -58,19 +88,10 @@ export function portableConsoleSql(
       );
       return rows.map(mapInboxRow);
     },
-    async inboxCounts(exec) {
-      const { rows } = await exec(
-        `SELECT consumer, status, COUNT(*) AS n FROM ${t.inbox} GROUP BY consumer, status ORDER BY consumer`,
-      );
-      return inboxStatusCounts(rows);
-    },
-    async outboxSentPerMinute(exec, minutes) {
-      const { rows } = await exec(sentPerMinute, [Math.floor(minutes) * 60_000]);
-      return rows.map((r) => ({ minutesAgo: num(r.minutes_ago), sent: num(r.sent) }));
-    },
-    async idempotencyTimes(exec, scope, key) {
-      const { rows } = await exec(times, [scope, key]);
-      return recordTimes(rows[0]);
-    },
+    ...consoleReads({
+      inboxCounts: `SELECT consumer, status, COUNT(*) AS n FROM ${t.inbox} GROUP BY consumer, status ORDER BY consumer`,
+      sentPerMinute,
+      times,
+    }),
   };
 }

@@ -1,6 +1,7 @@
 import type { QuotedTables } from '../dialect';
 import { keyLockSeed } from '../contracts/schema.contract';
 import type { SchemaDdl } from '../contracts/schema.contract';
+import { addedColumns, createdTable, noDdlChange } from '../portable/schema.sql';
 
 export function postgresSchema(
   table: (name: keyof QuotedTables) => { qualified: string; bare: string },
@@ -14,9 +15,8 @@ export function postgresSchema(
       // update (no new index entries): measured 3-5x faster claims on a busy outbox than with the
       // lease columns INCLUDEd in the pending index (whose dead entries the claim scan then walks).
       const { qualified: T, bare: n } = table('outbox');
-      return {
-        up: [
-          `CREATE TABLE ${T} (
+      return createdTable(T, [
+        `CREATE TABLE ${T} (
             seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
             id VARCHAR(128) NOT NULL,
             type VARCHAR(255) NOT NULL,
@@ -33,27 +33,22 @@ export function postgresSchema(
             sent_at TIMESTAMPTZ(3) NULL,
             CONSTRAINT ux_${n}_id UNIQUE (id)
           ) WITH (fillfactor = 85)`,
-          `CREATE INDEX ix_${n}_pending ON ${T} (seq) WHERE status = 'pending'`,
-          `CREATE INDEX ix_${n}_pending_key ON ${T} (partition_key, seq) WHERE status = 'pending'`,
-          `CREATE INDEX ix_${n}_sent_at ON ${T} (sent_at) WHERE status = 'sent'`,
-        ],
-        down: [`DROP TABLE ${T}`],
-      };
+        `CREATE INDEX ix_${n}_pending ON ${T} (seq) WHERE status = 'pending'`,
+        `CREATE INDEX ix_${n}_pending_key ON ${T} (partition_key, seq) WHERE status = 'pending'`,
+        `CREATE INDEX ix_${n}_sent_at ON ${T} (sent_at) WHERE status = 'sent'`,
+      ]);
     },
     outboxKeyLocks() {
       // Locked with SELECT … FOR UPDATE (a row lock, no new row version).
       const { qualified: T, bare: n } = table('outboxKeyLocks');
-      return {
-        up: [
-          `CREATE TABLE ${T} (slot INTEGER NOT NULL CONSTRAINT pk_${n} PRIMARY KEY, n BIGINT NOT NULL)`,
-          ...keyLockSeed(T, 512),
-        ],
-        down: [`DROP TABLE ${T}`],
-      };
+      return createdTable(T, [
+        `CREATE TABLE ${T} (slot INTEGER NOT NULL CONSTRAINT pk_${n} PRIMARY KEY, n BIGINT NOT NULL)`,
+        ...keyLockSeed(T, 512),
+      ]);
     },
     checkNames() {
       // Lower-case CHECK names from the start here: nothing to rename (SQL Server's step).
-      return { up: [], down: [] };
+      return noDdlChange();
     },
     outboxDeadIndex() {
       // Partial: only dead rows are in it (few, by nature), so counting them reads the index, not
@@ -69,25 +64,19 @@ export function postgresSchema(
     outboxFailureHistory() {
       // Nullable columns without a default: a catalog change only (no rewrite of the rows).
       const { qualified: T } = table('outbox');
-      return {
-        up: [
-          `ALTER TABLE ${T} ADD COLUMN failures TEXT NULL, ADD COLUMN failed_at TIMESTAMPTZ(3) NULL`,
-        ],
-        down: [`ALTER TABLE ${T} DROP COLUMN failures, DROP COLUMN failed_at`],
-      };
+      return addedColumns(T, [
+        ['failures', 'TEXT NULL'],
+        ['failed_at', 'TIMESTAMPTZ(3) NULL'],
+      ]);
     },
     outboxRoute() {
       const { qualified: T } = table('outbox');
-      return {
-        up: [`ALTER TABLE ${T} ADD COLUMN route VARCHAR(64) NULL`],
-        down: [`ALTER TABLE ${T} DROP COLUMN route`],
-      };
+      return addedColumns(T, [['route', 'VARCHAR(64) NULL']]);
     },
     inbox() {
       const { qualified: T, bare: n } = table('inbox');
-      return {
-        up: [
-          `CREATE TABLE ${T} (
+      return createdTable(T, [
+        `CREATE TABLE ${T} (
             consumer VARCHAR(200) NOT NULL,
             message_id VARCHAR(255) NOT NULL,
             status VARCHAR(16) NOT NULL CONSTRAINT ck_${n}_status CHECK (status IN ('processed', 'retrying', 'failed')),
@@ -97,16 +86,13 @@ export function postgresSchema(
             last_error TEXT NULL,
             CONSTRAINT pk_${n} PRIMARY KEY (consumer, message_id)
           )`,
-          `CREATE INDEX ix_${n}_received_at ON ${T} (received_at)`,
-        ],
-        down: [`DROP TABLE ${T}`],
-      };
+        `CREATE INDEX ix_${n}_received_at ON ${T} (received_at)`,
+      ]);
     },
     idempotency() {
       const { qualified: T, bare: n } = table('idempotency');
-      return {
-        up: [
-          `CREATE TABLE ${T} (
+      return createdTable(T, [
+        `CREATE TABLE ${T} (
             id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
             scope VARCHAR(450) NOT NULL,
             idempotency_key VARCHAR(255) NOT NULL,
@@ -122,10 +108,8 @@ export function postgresSchema(
             expires_at TIMESTAMPTZ(3) NOT NULL,
             CONSTRAINT ux_${n}_scope_key UNIQUE (scope, idempotency_key)
           ) WITH (fillfactor = 80)`,
-          `CREATE INDEX ix_${n}_expires_at ON ${T} (expires_at)`,
-        ],
-        down: [`DROP TABLE ${T}`],
-      };
+        `CREATE INDEX ix_${n}_expires_at ON ${T} (expires_at)`,
+      ]);
     },
   };
 }

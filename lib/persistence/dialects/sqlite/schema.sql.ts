@@ -1,6 +1,7 @@
 import type { QuotedTables } from '../dialect';
 import { keyLockSeed } from '../contracts/schema.contract';
 import type { SchemaDdl } from '../contracts/schema.contract';
+import { addedColumns, createdTable, noDdlChange } from '../portable/schema.sql';
 
 /**
  * SQLite DDL, written in the form TypeORM's SQLite driver writes and reads back (quoted names,
@@ -20,47 +21,41 @@ export function sqliteSchema(
   return {
     outbox() {
       const { qualified: T, bare: n } = table('outbox');
-      return {
-        up: [
-          createTable(T, [
-            `"seq" integer PRIMARY KEY AUTOINCREMENT NOT NULL`,
-            `"id" varchar(128) NOT NULL`,
-            `"type" varchar(255) NOT NULL`,
-            `"payload" text NOT NULL`,
-            `"headers" text`,
-            `"partition_key" varchar(255)`,
-            `"status" varchar(16) NOT NULL`,
-            `"attempts" integer NOT NULL`,
-            `"next_attempt_at" datetime NOT NULL`,
-            `"last_error" text`,
-            `"lease_owner" varchar(128)`,
-            `"locked_until" datetime`,
-            `"created_at" datetime NOT NULL`,
-            `"sent_at" datetime`,
-            `CONSTRAINT ${q(`ux_${n}_id`)} UNIQUE ("id")`,
-            `CONSTRAINT ${q(`ck_${n}_status`)} CHECK (status IN ('pending', 'sent', 'dead'))`,
-          ]),
-          `CREATE INDEX ${q(`ix_${n}_pending`)} ON ${T} ("seq") WHERE status = 'pending'`,
-          `CREATE INDEX ${q(`ix_${n}_pending_key`)} ON ${T} ("partition_key", "seq") WHERE status = 'pending'`,
-          `CREATE INDEX ${q(`ix_${n}_sent_at`)} ON ${T} ("sent_at") WHERE status = 'sent'`,
-        ],
-        down: [`DROP TABLE ${T}`],
-      };
+      return createdTable(T, [
+        createTable(T, [
+          `"seq" integer PRIMARY KEY AUTOINCREMENT NOT NULL`,
+          `"id" varchar(128) NOT NULL`,
+          `"type" varchar(255) NOT NULL`,
+          `"payload" text NOT NULL`,
+          `"headers" text`,
+          `"partition_key" varchar(255)`,
+          `"status" varchar(16) NOT NULL`,
+          `"attempts" integer NOT NULL`,
+          `"next_attempt_at" datetime NOT NULL`,
+          `"last_error" text`,
+          `"lease_owner" varchar(128)`,
+          `"locked_until" datetime`,
+          `"created_at" datetime NOT NULL`,
+          `"sent_at" datetime`,
+          `CONSTRAINT ${q(`ux_${n}_id`)} UNIQUE ("id")`,
+          `CONSTRAINT ${q(`ck_${n}_status`)} CHECK (status IN ('pending', 'sent', 'dead'))`,
+        ]),
+        `CREATE INDEX ${q(`ix_${n}_pending`)} ON ${T} ("seq") WHERE status = 'pending'`,
+        `CREATE INDEX ${q(`ix_${n}_pending_key`)} ON ${T} ("partition_key", "seq") WHERE status = 'pending'`,
+        `CREATE INDEX ${q(`ix_${n}_sent_at`)} ON ${T} ("sent_at") WHERE status = 'sent'`,
+      ]);
     },
     outboxKeyLocks() {
       // Created for one schema on every database; SQLite's single writer never needs to lock it.
       const { qualified: T } = table('outboxKeyLocks');
-      return {
-        up: [
-          createTable(T, [`"slot" integer PRIMARY KEY NOT NULL`, `"n" bigint NOT NULL`]),
-          ...keyLockSeed(T, 512),
-        ],
-        down: [`DROP TABLE ${T}`],
-      };
+      return createdTable(T, [
+        createTable(T, [`"slot" integer PRIMARY KEY NOT NULL`, `"n" bigint NOT NULL`]),
+        ...keyLockSeed(T, 512),
+      ]);
     },
     checkNames() {
       // Lower-case CHECK names from the start here: nothing to rename (SQL Server's step).
-      return { up: [], down: [] };
+      return noDdlChange();
     },
     outboxDeadIndex() {
       // Partial: only dead rows are in it, so counting them (health check, backlog gauges) does
@@ -74,70 +69,59 @@ export function sqliteSchema(
     outboxFailureHistory() {
       // One column per ALTER TABLE on SQLite; DROP COLUMN needs SQLite 3.35 or later.
       const { qualified: T } = table('outbox');
-      return {
-        up: [
-          `ALTER TABLE ${T} ADD COLUMN "failures" text`,
-          `ALTER TABLE ${T} ADD COLUMN "failed_at" datetime`,
+      return addedColumns(
+        T,
+        [
+          ['"failures"', 'text'],
+          ['"failed_at"', 'datetime'],
         ],
-        down: [
-          `ALTER TABLE ${T} DROP COLUMN "failed_at"`,
-          `ALTER TABLE ${T} DROP COLUMN "failures"`,
-        ],
-      };
+        true,
+      );
     },
     outboxRoute() {
       // DROP COLUMN needs SQLite 3.35 (better-sqlite3 bundles a newer one).
       const { qualified: T } = table('outbox');
-      return {
-        up: [`ALTER TABLE ${T} ADD COLUMN "route" varchar(64)`],
-        down: [`ALTER TABLE ${T} DROP COLUMN "route"`],
-      };
+      return addedColumns(T, [['"route"', 'varchar(64)']], true);
     },
     inbox() {
       const { qualified: T, bare: n } = table('inbox');
-      return {
-        up: [
-          createTable(T, [
-            `"consumer" varchar(200) NOT NULL`,
-            `"message_id" varchar(255) NOT NULL`,
-            `"status" varchar(16) NOT NULL`,
-            `"attempts" integer NOT NULL`,
-            `"received_at" datetime NOT NULL`,
-            `"processed_at" datetime`,
-            `"last_error" text`,
-            `CONSTRAINT ${q(`ck_${n}_status`)} CHECK (status IN ('processed', 'retrying', 'failed'))`,
-            `PRIMARY KEY ("consumer", "message_id")`,
-          ]),
-          `CREATE INDEX ${q(`ix_${n}_received_at`)} ON ${T} ("received_at")`,
-        ],
-        down: [`DROP TABLE ${T}`],
-      };
+      return createdTable(T, [
+        createTable(T, [
+          `"consumer" varchar(200) NOT NULL`,
+          `"message_id" varchar(255) NOT NULL`,
+          `"status" varchar(16) NOT NULL`,
+          `"attempts" integer NOT NULL`,
+          `"received_at" datetime NOT NULL`,
+          `"processed_at" datetime`,
+          `"last_error" text`,
+          `CONSTRAINT ${q(`ck_${n}_status`)} CHECK (status IN ('processed', 'retrying', 'failed'))`,
+          `PRIMARY KEY ("consumer", "message_id")`,
+        ]),
+        `CREATE INDEX ${q(`ix_${n}_received_at`)} ON ${T} ("received_at")`,
+      ]);
     },
     idempotency() {
       const { qualified: T, bare: n } = table('idempotency');
-      return {
-        up: [
-          createTable(T, [
-            `"id" integer PRIMARY KEY AUTOINCREMENT NOT NULL`,
-            `"scope" varchar(450) NOT NULL`,
-            `"idempotency_key" varchar(255) NOT NULL`,
-            `"request_hash" blob NOT NULL`,
-            `"state" varchar(16) NOT NULL`,
-            `"response_status" integer`,
-            `"response_headers" text`,
-            `"response_body" blob`,
-            `"lease_token" varchar(64)`,
-            `"locked_until" datetime`,
-            `"created_at" datetime NOT NULL`,
-            `"completed_at" datetime`,
-            `"expires_at" datetime NOT NULL`,
-            `CONSTRAINT ${q(`ux_${n}_scope_key`)} UNIQUE ("scope", "idempotency_key")`,
-            `CONSTRAINT ${q(`ck_${n}_state`)} CHECK (state IN ('started', 'completed'))`,
-          ]),
-          `CREATE INDEX ${q(`ix_${n}_expires_at`)} ON ${T} ("expires_at")`,
-        ],
-        down: [`DROP TABLE ${T}`],
-      };
+      return createdTable(T, [
+        createTable(T, [
+          `"id" integer PRIMARY KEY AUTOINCREMENT NOT NULL`,
+          `"scope" varchar(450) NOT NULL`,
+          `"idempotency_key" varchar(255) NOT NULL`,
+          `"request_hash" blob NOT NULL`,
+          `"state" varchar(16) NOT NULL`,
+          `"response_status" integer`,
+          `"response_headers" text`,
+          `"response_body" blob`,
+          `"lease_token" varchar(64)`,
+          `"locked_until" datetime`,
+          `"created_at" datetime NOT NULL`,
+          `"completed_at" datetime`,
+          `"expires_at" datetime NOT NULL`,
+          `CONSTRAINT ${q(`ux_${n}_scope_key`)} UNIQUE ("scope", "idempotency_key")`,
+          `CONSTRAINT ${q(`ck_${n}_state`)} CHECK (state IN ('started', 'completed'))`,
+        ]),
+        `CREATE INDEX ${q(`ix_${n}_expires_at`)} ON ${T} ("expires_at")`,
+      ]);
     },
   };
 }
