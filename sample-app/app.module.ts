@@ -15,6 +15,7 @@ import { idempotencyModeFromEnv, numberFromEnv } from './config/sample.config';
 import { AuthModule } from './auth/auth.module';
 import type { SampleCaller } from './auth/auth.guard';
 import { OpsModule } from './ops/ops.module';
+import { brokerConfigFromEnv } from './messaging/broker.config';
 import { MessagingModule } from './messaging/messaging.module';
 import { outboxOptionsFromEnv } from './messaging/outbox.config';
 import { CreatePayments1763700001000 } from './migrations/1763700001000-create-payments';
@@ -52,6 +53,7 @@ export class AppModule {
     const db = databaseOptionsFromUrl(config.dbUrl ?? process.env.DB_URL ?? DEFAULT_DB_URL);
     const platform =
       config.platform ?? (process.env.HTTP_PLATFORM === 'fastify' ? 'fastify' : 'express');
+    const broker = brokerConfigFromEnv();
     return {
       module: AppModule,
       imports: [
@@ -97,7 +99,9 @@ export class AppModule {
             mode: idempotencyModeFromEnv(),
             leaseMs: numberFromEnv('IDEMPOTENCY_LEASE_MS'),
             ttl: numberFromEnv('IDEMPOTENCY_TTL_MS'),
-            // The relay publishes through the OutboxPublisher of MessagingModule (BROKER_URL).
+            // The relay publishes through the OutboxPublisher of MessagingModule (BROKER_URL); with
+            // no BROKER_URL that is the in-process publisher, which runs the @OnOutboxMessage()
+            // handlers of LedgerModule and NotificationsModule.
             outbox: outboxOptionsFromEnv(),
             // The ledger consumer's inbox: failed attempts of one message before it is recorded as
             // failed, and the growing delay between them (INBOX_BACKOFF_BASE_MS · 2^(n-1), capped).
@@ -130,9 +134,9 @@ export class AppModule {
         }),
         AuthModule,
         OpsModule,
-        MessagingModule.forRoot(),
-        LedgerModule,
-        NotificationsModule,
+        MessagingModule.forRoot(broker),
+        LedgerModule.forRoot(broker),
+        NotificationsModule.forRoot(broker),
         // POST /graphql: mutation createPayment, guarded like POST /payments.
         graphqlModuleFor(platform),
       ],

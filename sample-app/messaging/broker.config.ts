@@ -1,7 +1,8 @@
 /**
  * Where the sample app's events go, chosen by BROKER_URL in this one place:
- * - unset (or `embedded`): the embedded default transport, in process, on @nestjs/event-emitter's
- *   EventEmitter2 (no broker to run: `npm start` shows the whole flow in one process);
+ * - unset (or `embedded`): the embedded default, in process: the relay runs the ledger's and the
+ *   notifications service's `@OnOutboxMessage()` handlers (the library's in-process publisher;
+ *   no broker to run: `npm start` shows the whole flow in one process);
  * - `amqp://…` / `amqps://…`: RabbitMQ (queue BROKER_QUEUE, default `payments`, durable);
  * - `nats://…`: NATS (consumers in the queue group BROKER_QUEUE);
  * - `kafka://host:port[,host:port…]`: Kafka (topic BROKER_QUEUE, consumer group BROKER_GROUP,
@@ -43,7 +44,7 @@ export function brokerConfigFromEnv(
 export function describeBroker(config: BrokerConfig): string {
   switch (config.kind) {
     case 'embedded':
-      return 'embedded (in-process EventEmitter2)';
+      return 'embedded (in-process @OnOutboxMessage handlers)';
     case 'rabbitmq':
       return `RabbitMQ ${redact(config.url)} queue "${config.queue}"`;
     case 'nats':

@@ -1,6 +1,4 @@
-import type { OutboxMessage } from '../../lib';
 import { OUTBOX_HEADERS } from '../../lib';
-import { EmbeddedContext } from './embedded.transport';
 
 /** An event as any of the sample app's transports delivered it, normalized. */
 export interface IncomingMessage<TPayload = unknown> {
@@ -13,7 +11,7 @@ export interface IncomingMessage<TPayload = unknown> {
 
 /**
  * Reads the message id, type, partition key and headers of an event from the handler's data and
- * context, on the embedded transport (EmbeddedContext), RabbitMQ (RmqContext: AMQP `messageId`
+ * context, on RabbitMQ (RmqContext: AMQP `messageId`
  * property and headers), NATS (NatsContext: NATS headers) and Kafka
  * (KafkaContext: record headers).
  */
@@ -23,7 +21,6 @@ export function incomingMessage<TPayload = unknown>(
 ): IncomingMessage<TPayload> {
   const headers = headersOf(context);
   let id: string | undefined = headers[OUTBOX_HEADERS.messageId];
-  if (context instanceof EmbeddedContext) id = context.getMessageId();
   const rmq = context as {
     getMessage?: () => { properties?: { messageId?: string } };
     getChannelRef?: unknown;
@@ -40,8 +37,6 @@ export function incomingMessage<TPayload = unknown>(
 }
 
 function headersOf(context: unknown): Record<string, string> {
-  if (context instanceof EmbeddedContext)
-    return { ...(context.getMessage() as OutboxMessage).headers };
   const ctx = context as Record<string, any> | undefined;
   if (ctx && typeof ctx.getChannelRef === 'function' && typeof ctx.getMessage === 'function') {
     const raw = ctx.getMessage()?.properties?.headers ?? {};

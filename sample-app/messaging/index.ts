@@ -1,6 +1,5 @@
 export { brokerConfigFromEnv, describeBroker, DEFAULT_BROKER_QUEUE } from './broker.config';
 export type { BrokerConfig } from './broker.config';
-export { EmbeddedContext, EmbeddedTransport, EMBEDDED_TRANSPORT } from './embedded.transport';
 export { incomingMessage } from './incoming-message';
 export type { IncomingMessage } from './incoming-message';
 export { BROKER_CLIENT, BROKER_CONFIG } from './messaging.constants';

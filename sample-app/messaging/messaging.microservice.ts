@@ -1,5 +1,4 @@
 import type { INestApplication } from '@nestjs/common';
-import { EventEmitter2 } from '@nestjs/event-emitter';
 import {
   type CustomStrategy,
   type MicroserviceOptions,
@@ -10,7 +9,6 @@ import {
 } from '@nestjs/microservices';
 import type { BrokerConfig } from './broker.config';
 import { type ConsumerService, enabledConsumerServices, fanOutExchange } from './consumer-services';
-import { EmbeddedTransport } from './embedded.transport';
 import { KafkaTopicServer } from './kafka.transport';
 import { BROKER_CONFIG } from './messaging.constants';
 
@@ -19,8 +17,8 @@ import { BROKER_CONFIG } from './messaging.constants';
  * consuming service this process runs (CONSUMERS, see consumer-services.ts), so each service's
  * `@EventPattern('payment.captured', <service>)` handlers receive the relay's messages, and starts
  * them:
- * - embedded: one EmbeddedTransport on the app's EventEmitter2 for every service's handlers (in
- *   one process every listener gets each event; CONSUMERS does not apply);
+ * - embedded: nothing to connect: the relay runs the `@OnOutboxMessage()` handlers itself
+ *   (in-process publisher, see messaging.module.ts; CONSUMERS does not apply);
  * - RabbitMQ: the service's durable queue (the ledger's: BROKER_QUEUE), bound to the fanout
  *   exchange the relay publishes to, `noAck: false` (`@IdempotentConsumer()` acks each delivery
  *   after its transaction commits; a crash before the ack means redelivery);
@@ -32,15 +30,7 @@ import { BROKER_CONFIG } from './messaging.constants';
  */
 export async function connectMessaging(app: INestApplication): Promise<void> {
   const config = app.get<BrokerConfig>(BROKER_CONFIG);
-  if (config.kind === 'embedded') {
-    // In process every listener of a pattern gets each event: one server carries the handlers
-    // of every service (and any handler without a transport id), each bound once.
-    const server = new EmbeddedTransport(app.get(EventEmitter2));
-    server.transportId = undefined;
-    app.connectMicroservice<MicroserviceOptions>({ strategy: server });
-    await app.startAllMicroservices();
-    return;
-  }
+  if (config.kind === 'embedded') return;
   for (const service of enabledConsumerServices(config)) {
     const server = serverOf(microserviceOptions(config, service));
     // Only the handlers of this service (@EventPattern(pattern, service.transportId)) bind to it.
@@ -53,7 +43,7 @@ export async function connectMessaging(app: INestApplication): Promise<void> {
 function microserviceOptions(config: BrokerConfig, service: ConsumerService): MicroserviceOptions {
   switch (config.kind) {
     case 'embedded':
-      throw new Error('the embedded transport has one server (see connectMessaging)');
+      throw new Error('the embedded default has no consumer server (see connectMessaging)');
     case 'rabbitmq':
       return {
         transport: Transport.RMQ,

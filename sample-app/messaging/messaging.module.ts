@@ -8,11 +8,10 @@ import {
   Optional,
   Provider,
 } from '@nestjs/common';
-import { EventEmitter2, EventEmitterModule } from '@nestjs/event-emitter';
 import { ClientOptions, ClientProxy, ClientProxyFactory, Transport } from '@nestjs/microservices';
 import {
   ClientProxyPublisher,
-  FunctionPublisher,
+  inProcessPublisher,
   KafkaPublisher,
   OutboxPublisher,
 } from '../../lib';
@@ -35,7 +34,9 @@ class BrokerClientCloser implements OnApplicationShutdown {
  * The sample app's messaging, with the transport chosen once (BROKER_URL, see broker.config.ts):
  * the `OutboxPublisher` the library's relay picks up, and (with `connectMessaging()`) the
  * microservice transport `@EventPattern()` consumers listen on.
- * - embedded: `FunctionPublisher` → `EventEmitter2.emitAsync(type, message)` → EmbeddedTransport;
+ * - embedded: the library's in-process publisher (`inProcessPublisher()`): the relay runs the
+ *   `@OnOutboxMessage()` handlers of the ledger and notifications modules, each in its own
+ *   transaction with its inbox record; the outbox table is the queue, no broker;
  * - RabbitMQ / NATS: `ClientProxyPublisher` over a `ClientRMQ` / `ClientNats`;
  * - Kafka: `KafkaPublisher` (kafkajs, idempotent, acks from all in-sync replicas) to the topic
  *   BROKER_QUEUE, every event type on it, keyed by the payment id.
@@ -49,12 +50,7 @@ export class MessagingModule {
       BrokerClientCloser,
     ];
     if (config.kind === 'embedded') {
-      providers.push({
-        provide: OutboxPublisher,
-        useFactory: (emitter: EventEmitter2) =>
-          new FunctionPublisher((message) => emitter.emitAsync(message.type, message)),
-        inject: [EventEmitter2],
-      });
+      providers.push({ provide: OutboxPublisher, useFactory: () => inProcessPublisher() });
     } else if (config.kind === 'kafka') {
       providers.push({
         provide: OutboxPublisher,
@@ -83,7 +79,6 @@ export class MessagingModule {
     }
     return {
       module: MessagingModule,
-      imports: [EventEmitterModule.forRoot()],
       providers,
       exports: [
         BROKER_CONFIG,

@@ -7,6 +7,8 @@ import { randomUUID } from 'node:crypto';
 import type { Page } from 'playwright-core';
 import { CONSOLE_CSP } from '../../lib';
 import { launchChromium, type BrowserSession } from '../support/browser';
+import { sqliteNow } from '../../lib/persistence/dialects/sqlite/sqlite.helpers';
+import { openDataSource } from '../support/databases';
 import { eventually } from '../support/eventually';
 import { freePort } from '../support/free-port';
 import { spawnSampleApp, type AppProcess } from '../support/sample-app';
@@ -15,10 +17,10 @@ jest.setTimeout(180_000);
 
 /**
  * The operator's console in headless Chromium (Debian's package, driven by playwright-core)
- * against the sample app as a real process. The ledger consumer fails the first two runs of every
- * message (LEDGER_DEMO_FAIL_ATTEMPTS=2) and the outbox gives up after two attempts, so every
- * payment's event becomes a real dead letter, and the inbox holds real retrying records; a
- * re-queued one then goes through (third run).
+ * against the sample app as a real process (its embedded default: the relay runs the ledger's
+ * in-process handler). The ledger handler fails the first two runs of every message
+ * (LEDGER_DEMO_FAIL_ATTEMPTS=2) and the outbox gives up after two attempts, so every payment's
+ * event becomes a real dead letter; a re-queued one then goes through (third run).
  */
 describe('operator console in Chromium against the sample app', () => {
   let dir: string;
@@ -47,6 +49,25 @@ describe('operator console in Chromium against the sample app', () => {
       const dead = (await api('/admin/outbox?status=dead&limit=1000')).body as any[];
       return dead.find((m) => !before.has(m.id) && m.type === 'payment.captured')?.id as string;
     });
+  }
+
+  /**
+   * The inbox record a broker consumer (`@IdempotentConsumer`) leaves after two failed runs of a
+   * message: retrying, 2 attempts. The embedded default's in-process handler never leaves one
+   * (its failed runs roll back with its record; the outbox counts them), so it is planted here
+   * for the console's inbox views.
+   */
+  async function plantRetrying(messageId: string): Promise<void> {
+    const ds = await openDataSource(`sqlite:${join(dir, 'app.sqlite')}`);
+    try {
+      await ds.query(
+        `INSERT INTO inbox_messages (consumer, message_id, status, attempts, received_at, last_error)
+         VALUES ('ledger', ?, 'retrying', 2, ${sqliteNow()}, 'Demo failure of the ledger consumer')`,
+        [messageId],
+      );
+    } finally {
+      await ds.destroy();
+    }
   }
 
   async function openConsole(): Promise<Page> {
@@ -101,6 +122,7 @@ describe('operator console in Chromium against the sample app', () => {
 
   it('shows the same counts and message ids as the admin API', async () => {
     const dead = [await deadPayment(), await deadPayment()];
+    for (const id of dead) await plantRetrying(id);
     const page = await openConsole();
     try {
       const overview = (await api('/admin/overview')).body;
@@ -117,7 +139,7 @@ describe('operator console in Chromium against the sample app', () => {
       expect(await rowIds(page, 'dead-list')).toEqual(expect.arrayContaining(dead));
       // The last error, as the relay recorded it, is shown beside the message.
       const lastError = deadListed.find((m) => m.id === dead[0]).lastError as string;
-      expect(lastError).toContain('payment.captured');
+      expect(lastError).toContain('Demo failure of the ledger consumer');
       expect(await page.textContent(`#dead-list tr[data-id="${dead[0]}"] td.error`)).toBe(
         lastError,
       );
@@ -219,10 +241,10 @@ describe('operator console in Chromium against the sample app', () => {
       expect(history[0][4]).toBe(stored[1].message);
 
       await page.fill('#filter-type', 'payment.captured');
-      await page.fill('#filter-error', 'PAYMENT.CAPTURED');
+      await page.fill('#filter-error', 'DEMO FAILURE');
       await page.click('#filter-count');
       const expected = (
-        await api('/admin/outbox/dead/count?type=payment.captured&error=PAYMENT.CAPTURED')
+        await api('/admin/outbox/dead/count?type=payment.captured&error=DEMO%20FAILURE')
       ).body.count as number;
       expect(expected).toBeGreaterThanOrEqual(2);
       await page.waitForFunction(
@@ -245,10 +267,10 @@ describe('operator console in Chromium against the sample app', () => {
         expected,
       );
       expect(asked).toEqual([
-        `Requeue ${expected} dead messages (type payment.captured, error PAYMENT.CAPTURED)? The relay will publish them again.`,
+        `Requeue ${expected} dead messages (type payment.captured, error DEMO FAILURE)? The relay will publish them again.`,
       ]);
       expect(
-        (await api('/admin/outbox/dead/count?type=payment.captured&error=PAYMENT.CAPTURED')).body
+        (await api('/admin/outbox/dead/count?type=payment.captured&error=DEMO%20FAILURE')).body
           .count,
       ).toBe(0);
       for (const id of ids) {
@@ -277,7 +299,8 @@ describe('operator console in Chromium against the sample app', () => {
       ((await api('/admin/inbox?consumer=ledger&limit=1000')).body as any[]).find(
         (r) => r.messageId === id,
       );
-    // Two failed runs on two relay attempts: the inbox holds a retrying record.
+    expect(await recordOf()).toBeUndefined();
+    await plantRetrying(id);
     expect(await recordOf()).toMatchObject({ status: 'retrying', attempts: 2 });
     const page = await openConsole();
     try {

@@ -1,9 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
-import { EventEmitter2 } from '@nestjs/event-emitter';
 import { connect as connectNats, JSONCodec } from 'nats';
 import { randomUUID } from 'node:crypto';
 import { OutboxAdminService } from '../../lib';
-import type { OutboxMessage } from '../../lib';
 import { eventually } from '../support/eventually';
 import { deleteQueue, NATS_URL, RABBIT_URL } from '../fixtures/outbox/rabbit-collector';
 import { createTestDatabase, databaseKinds, type TestDatabase } from '../support/databases';
@@ -31,17 +29,21 @@ describe.each(databaseKinds())(
     let app: INestApplication;
     let url: string;
     let admin: OutboxAdminService;
-    const received: OutboxMessage[] = [];
+
+    /** The outbox message the ledger's in-process handler applied for a payment (its entry's messageId). */
+    const delivered = (paymentId: string) =>
+      eventually('the event is delivered to the ledger', async () => {
+        const r = await fetch(`${url}/ledger?paymentId=${paymentId}`);
+        const entries = (await r.json()) as Array<{ messageId: string }>;
+        return entries.length ? admin.get(entries[0].messageId) : undefined;
+      });
 
     beforeAll(async () => {
       db = await createTestDatabase(kind);
-      // No BROKER_URL: the embedded transport (in-process EventEmitter2).
+      // No BROKER_URL: the embedded default (the in-process @OnOutboxMessage() handlers).
       app = await startSampleApp(db.url, 'express', { BROKER_URL: '' });
       url = await baseUrl(app);
       admin = app.get(OutboxAdminService);
-      app.get(EventEmitter2).on('payment.captured', (m: OutboxMessage) => {
-        received.push(m);
-      });
     });
 
     afterAll(async () => {
@@ -53,9 +55,8 @@ describe.each(databaseKinds())(
       const r = await post(url, randomUUID(), body('outbox-1'));
       expect(r.status).toBe(201);
       const payment = (await r.json()) as { id: string; createdAt: string };
-      const m = await eventually('the event is delivered', () =>
-        received.find((x) => x.partitionKey === payment.id),
-      );
+      const m = (await delivered(payment.id))!;
+      expect(m.partitionKey).toBe(payment.id);
       expect(m.type).toBe('payment.captured');
       expect(m.payload).toEqual({
         paymentId: payment.id,
@@ -65,8 +66,13 @@ describe.each(databaseKinds())(
         customerId: 'outbox-1',
         capturedAt: payment.createdAt,
       });
-      expect(m.headers['message-id']).toBe(m.id);
-      expect(m.headers['partition-key']).toBe(payment.id);
+      // The ledger's handler applied this very message (its entry carries the message id).
+      const [entry] = (await (
+        await fetch(`${url}/ledger?paymentId=${payment.id}`)
+      ).json()) as Array<{
+        messageId: string;
+      }>;
+      expect(entry.messageId).toBe(m.id);
       await eventually(
         'the outbox row is sent',
         async () => (await admin.get(m.id))?.status === 'sent',
@@ -79,9 +85,7 @@ describe.each(databaseKinds())(
       const again = await post(url, key, body('outbox-2'));
       expect(again.headers.get('idempotency-replayed')).toBe('true');
       const payment = (await first.json()) as { id: string };
-      await eventually('the event is delivered', () =>
-        received.some((x) => x.partitionKey === payment.id),
-      );
+      await delivered(payment.id);
       expect(await admin.list({ partitionKey: payment.id })).toHaveLength(1);
     });
 
@@ -94,7 +98,9 @@ describe.each(databaseKinds())(
         before.pending + before.sent + before.dead,
       );
       expect(
-        received.some((m) => (m.payload as { customerId?: string }).customerId === 'outbox-3'),
+        (await admin.list({ limit: 1000 })).some(
+          (m) => (m.payload as { customerId?: string }).customerId === 'outbox-3',
+        ),
       ).toBe(false);
     });
   },

@@ -1,8 +1,10 @@
 import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, ModuleRef, Reflector } from '@nestjs/core';
+import { context as otelContext } from '@opentelemetry/api';
 import { IDEMPOTENCY_OPTIONS } from '../../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../../idempotency.options';
 import { InboxService } from '../../inbox/inbox.service';
+import { traceConsume } from '../../observability/inbox.tracing';
 import { DatabaseService } from '../../persistence/database.service';
 import type { OutboxMessage } from '../outbox-message.interface';
 import { OutboxPublisher } from '../outbox-publisher.interface';
@@ -54,13 +56,29 @@ export class OutboxHandlersExplorer implements OnModuleInit {
     let failed = false;
     for (const h of handlers) {
       if (signal.aborted) throw signal.reason;
+      // A `process <type>` span per handler, continuing the trace the relay's send span put in
+      // the headers, as a broker consumer's (observability/inbox.tracing.ts).
+      const traced = traceConsume(h.name, (k) => message.headers?.[k], {
+        system: 'in-process',
+        destination: message.type,
+      });
+      traced.messageId(message.id);
       try {
-        await this.db.inTransaction(() =>
-          this.inbox.process(h.name, message.id, () =>
-            h.run(message.payload, { message, signal, handler: h.name }),
+        const outcome = await otelContext.with(traced.context, () =>
+          this.db.inTransaction(() =>
+            this.inbox.process(h.name, message.id, () =>
+              h.run(message.payload, { message, signal, handler: h.name }),
+            ),
           ),
         );
+        traced.settled(
+          outcome.status,
+          outcome.duplicate,
+          outcome.attempts,
+          outcome.status === 'failed' ? outcome.error : undefined,
+        );
       } catch (e) {
+        traced.failed('retry', e, false);
         // The others still run: each has its own record, so the retry runs only what failed.
         if (!failed) failure = e;
         failed = true;
