@@ -54,6 +54,7 @@ export class AppModule {
     const platform =
       config.platform ?? (process.env.HTTP_PLATFORM === 'fastify' ? 'fastify' : 'express');
     const broker = brokerConfigFromEnv();
+    const graphql = graphqlModuleFor(platform);
     return {
       module: AppModule,
       imports: [
@@ -137,11 +138,12 @@ export class AppModule {
         MessagingModule.forRoot(broker),
         LedgerModule.forRoot(broker),
         NotificationsModule.forRoot(broker),
-        // POST /graphql: mutation createPayment, guarded like POST /payments.
-        graphqlModuleFor(platform),
+        // POST /graphql: mutation createPayment, guarded like POST /payments (on Fastify only
+        // with GRAPHQL_ON_FASTIFY=true: graphql.config.ts says why).
+        ...(graphql ? [graphql] : []),
       ],
       controllers: [PaymentsController, PaymentsRpcController, CustomersController],
-      providers: [PaymentsService, CustomersService, PaymentsResolver],
+      providers: [PaymentsService, CustomersService, ...(graphql ? [PaymentsResolver] : [])],
     };
   }
 }

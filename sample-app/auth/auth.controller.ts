@@ -15,10 +15,11 @@ export class AuthController {
   @HttpCode(200)
   async token(@Body() body: Record<string, unknown>) {
     const subject = body?.subject;
-    if (typeof subject !== 'string' || !/^[\w.@-]{1,64}$/.test(subject))
+    if (typeof subject !== 'string' || !/^[\w.@-]{1,64}$/.test(subject)) {
       throw new BadRequestException(
         'subject must be 1 to 64 characters: letters, digits, "_", ".", "@" or "-"',
       );
+    }
     // jti: two tokens for one subject differ even within the same second (a refresh).
     const accessToken = await this.jwt.signAsync({ sub: subject, jti: randomUUID() });
     return { access_token: accessToken, token_type: 'Bearer', expires_in: authTokenTtlSeconds() };

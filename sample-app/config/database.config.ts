@@ -13,7 +13,8 @@ export const DEFAULT_DB_URL = 'sqlite:data/sample-app.sqlite';
 export function databaseOptionsFromUrl(url: string = DEFAULT_DB_URL): DataSourceOptions {
   if (url === 'sqlite:') url = DEFAULT_DB_URL;
   const options = dataSourceOptionsFromUrl(url, 'DB_URL');
-  if (options.type === 'better-sqlite3' && options.database !== ':memory:')
+  if (options.type === 'better-sqlite3' && options.database !== ':memory:') {
     mkdirSync(dirname(resolve(options.database)), { recursive: true });
+  }
   return options;
 }

@@ -10,8 +10,9 @@ import { type IdempotencyModuleOptions, keysFromEnv, LEGACY_KEY_ID } from '../..
 export function encryptionFromEnv(): Pick<IdempotencyModuleOptions, 'encryption'> {
   const keys = keysFromEnv(process.env.IDEMPOTENCY_ENCRYPTION_KEYS) ?? [];
   const legacy = process.env.IDEMPOTENCY_ENCRYPTION_KEY || undefined;
-  if (legacy && !keys.some((k) => k.id === LEGACY_KEY_ID))
+  if (legacy && !keys.some((k) => k.id === LEGACY_KEY_ID)) {
     keys.push({ id: LEGACY_KEY_ID, key: legacy });
+  }
   if (keys.length === 0) return {};
   return {
     encryption: { keys, acceptPlaintext: process.env.IDEMPOTENCY_ACCEPT_PLAINTEXT === 'true' },

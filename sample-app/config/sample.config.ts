@@ -13,7 +13,8 @@ export const numberFromEnv = (name: string): number | undefined => {
   const v = process.env[name];
   if (v === undefined || v === '') return undefined;
   const n = Number(v);
-  if (!Number.isFinite(n) || n < 0)
+  if (!Number.isFinite(n) || n < 0) {
     throw new Error(`${name} must be a non-negative number, got "${v}"`);
+  }
   return n;
 };

@@ -19,10 +19,11 @@ import { CustomersService } from './customers.service';
 const ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 
 function checkId(id: string): string {
-  if (!ID.test(id))
+  if (!ID.test(id)) {
     throw new BadRequestException(
       'A customer id is 1-64 characters: letters, digits, "_", "." and "-", starting with a letter or digit',
     );
+  }
   return id;
 }
 
@@ -70,8 +71,9 @@ export class CustomersController {
   @Idempotent({ required: false, fingerprint: { headers: ['if-match', 'if-none-match'] } })
   @ConditionalUpdate()
   async patch(@Param('id') id: string, @Body() dto: PatchCustomerDto) {
-    if (dto.name === undefined && dto.email === undefined)
+    if (dto.name === undefined && dto.email === undefined) {
       throw new BadRequestException('Give at least one of name, email');
+    }
     const result = await this.customers.patch(checkId(id), dto);
     if (!result) throw new NotFoundException(`Customer ${id} not found`);
     return toJson(result.entity);
@@ -81,7 +83,8 @@ export class CustomersController {
   @HttpCode(204)
   @ConditionalUpdate()
   async remove(@Param('id') id: string): Promise<void> {
-    if (!(await this.customers.remove(checkId(id))))
+    if (!(await this.customers.remove(checkId(id)))) {
       throw new NotFoundException(`Customer ${id} not found`);
+    }
   }
 }

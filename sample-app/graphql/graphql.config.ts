@@ -4,9 +4,14 @@ import type { DynamicModule } from '@nestjs/common';
  * `POST /graphql` (code-first, schema in memory): Apollo on Express, Mercurius on Fastify
  * (HTTP_PLATFORM=fastify). Each driver is loaded only on its platform.
  */
-export function graphqlModuleFor(platform: 'express' | 'fastify'): DynamicModule {
+export function graphqlModuleFor(platform: 'express' | 'fastify'): DynamicModule | undefined {
   const { GraphQLModule } = require('@nestjs/graphql') as typeof import('@nestjs/graphql');
   if (platform === 'fastify') {
+    // @nestjs/mercurius registers Mercurius while the modules initialise, which makes Fastify
+    // register the app's routes before Nest installs its error handler: an error Fastify raises
+    // before a route runs (a body that is not JSON, one over the size limit) would then get
+    // Fastify's default JSON instead of problem+json. So on Fastify, POST /graphql is opt-in.
+    if (process.env.GRAPHQL_ON_FASTIFY !== 'true') return undefined;
     const { MercuriusDriver } = require('@nestjs/mercurius') as typeof import('@nestjs/mercurius');
     return GraphQLModule.forRoot({
       driver: MercuriusDriver,

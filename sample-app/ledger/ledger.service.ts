@@ -31,9 +31,9 @@ export class LedgerService {
     event: PaymentCapturedEvent | PaymentRefundedEvent,
     messageId: string,
   ): Promise<void> {
-    if (type === PAYMENT_REFUNDED)
+    if (type === PAYMENT_REFUNDED) {
       await this.recordRefund(event as PaymentRefundedEvent, messageId);
-    else await this.recordCapture(event as PaymentCapturedEvent, messageId);
+    } else await this.recordCapture(event as PaymentCapturedEvent, messageId);
     // Diagnostics channel (the fault suite crashes here): entry written, inbox transaction not committed.
     const inHandler = SAMPLE_CHANNELS.ledgerInHandler;
     if (inHandler.hasSubscribers) inHandler.publish({ messageId });

@@ -31,8 +31,9 @@ export function brokerConfigFromEnv(
       .split(',')
       .map((b) => b.trim().replace(/\/+$/, ''))
       .filter(Boolean);
-    if (!brokers.length || brokers.some((b) => !/^[^\s/:]+:\d+$/.test(b)))
+    if (!brokers.length || brokers.some((b) => !/^[^\s/:]+:\d+$/.test(b))) {
       throw new Error(`BROKER_URL must be kafka://host:port[,host:port…], got "${redact(url)}"`);
+    }
     return { kind: 'kafka', url, brokers, queue: q, group: group || q };
   }
   throw new Error(

@@ -45,9 +45,11 @@ export function enabledConsumerServices(config: BrokerConfig): ConsumerService[]
   const raw = (process.env.CONSUMERS ?? 'ledger,notifications').trim();
   const names = raw === 'none' ? [] : raw.split(',').map((s) => s.trim());
   const all = consumerServices(config);
-  for (const n of names)
-    if (!all.some((s) => s.name === n))
+  for (const n of names) {
+    if (!all.some((s) => s.name === n)) {
       throw new Error(`CONSUMERS must list ledger and/or notifications (or be none), got "${raw}"`);
+    }
+  }
   return all.filter((s) => names.includes(s.name));
 }
 

@@ -25,8 +25,9 @@ export function incomingMessage<TPayload = unknown>(
     getMessage?: () => { properties?: { messageId?: string } };
     getChannelRef?: unknown;
   };
-  if (!id && typeof rmq?.getChannelRef === 'function')
+  if (!id && typeof rmq?.getChannelRef === 'function') {
     id = rmq.getMessage?.()?.properties?.messageId;
+  }
   return {
     id,
     type: headers[OUTBOX_HEADERS.type],
@@ -50,8 +51,9 @@ function headersOf(context: unknown): Record<string, string> {
   if (ctx && typeof ctx.getSubject === 'function' && typeof ctx.getHeaders === 'function') {
     const h = ctx.getHeaders();
     const out: Record<string, string> = {};
-    if (h && typeof h.keys === 'function')
+    if (h && typeof h.keys === 'function') {
       for (const k of h.keys()) out[String(k).toLowerCase()] = String(h.get(k));
+    }
     return out;
   }
   // Kafka (KafkaContext): ServerKafka's parser has decoded the record headers to strings.

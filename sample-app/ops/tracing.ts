@@ -58,8 +58,9 @@ export async function shutdownTracing(): Promise<void> {
 
 function spanExporter(name: string, env: NodeJS.ProcessEnv): SpanExporter {
   if (name === 'console') return new ConsoleSpanExporter();
-  if (name !== 'otlp')
+  if (name !== 'otlp') {
     throw new Error(`OTEL_TRACES_EXPORTER: "${name}" is not supported (otlp, console, none)`);
+  }
   const protocol =
     env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL || 'http/protobuf';
   switch (protocol) {

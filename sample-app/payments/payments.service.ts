@@ -76,8 +76,9 @@ export class PaymentsService {
     const inHandler = SAMPLE_CHANNELS.paymentsInHandler;
     if (inHandler.hasSubscribers) inHandler.publish({ paymentId: payment.id });
     if (demo.delayMs > 0) await new Promise((r) => setTimeout(r, demo.delayMs));
-    if (demo.failStatus)
+    if (demo.failStatus) {
       throw new HttpException(`Demo failure (X-Demo-Fail: ${demo.failStatus})`, demo.failStatus);
+    }
     return payment;
   }
 
@@ -91,10 +92,11 @@ export class PaymentsService {
     const repo = this.txHost.tx.getRepository(Payment);
     const payment = await repo.findOneBy({ id });
     if (!payment) throw new NotFoundException(`Payment ${id} not found`);
-    if (dto.amount > payment.amount)
+    if (dto.amount > payment.amount) {
       throw new BadRequestException(
         `A refund is at most the payment's amount (${payment.amount} ${payment.currency})`,
       );
+    }
     await repo.update({ id }, { status: 'refunded' });
     const event: PaymentRefundedEvent = {
       paymentId: payment.id,

@@ -55,6 +55,7 @@ describe.each(databaseKinds())('createPayment over GraphQL, sample app on %s', (
       const app = await spawnSampleApp({
         DB_URL: db.url,
         HTTP_PLATFORM: platform,
+        GRAPHQL_ON_FASTIFY: 'true',
         ...(faults ? { EO_TEST_FAULTS: faults } : {}),
       });
       apps.push(app);

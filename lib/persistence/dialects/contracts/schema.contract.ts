@@ -55,13 +55,17 @@ export interface SchemaDdl {
  */
 export const OUTBOX_KEY_LOCK_SLOTS = 1024;
 
-/** The seed of the key-lock table: INSERT statements of `perStatement` slots each. */
-export function keyLockSeed(T: string, perStatement: number): string[] {
+/**
+ * The seed of the key-lock table: INSERT statements of `perStatement` slots each. `insert` is the
+ * verb: `INSERT OR IGNORE INTO` (SQLite) and `INSERT IGNORE INTO` (MySQL) keep the schema script,
+ * which has no per-migration guard there, safe to run twice.
+ */
+export function keyLockSeed(T: string, perStatement: number, insert = 'INSERT INTO'): string[] {
   const out: string[] = [];
   for (let from = 0; from < OUTBOX_KEY_LOCK_SLOTS; from += perStatement) {
     const to = Math.min(OUTBOX_KEY_LOCK_SLOTS, from + perStatement);
     const values = Array.from({ length: to - from }, (_, i) => `(${from + i}, 0)`);
-    out.push(`INSERT INTO ${T} (slot, n) VALUES ${values.join(', ')}`);
+    out.push(`${insert} ${T} (slot, n) VALUES ${values.join(', ')}`);
   }
   return out;
 }

@@ -43,7 +43,7 @@ export function mysqlSchema(
       const { qualified: T } = table('outboxKeyLocks');
       return createdTable(T, [
         `CREATE TABLE ${T} (slot INT NOT NULL, n BIGINT NOT NULL, PRIMARY KEY (slot)) ENGINE=InnoDB`,
-        ...keyLockSeed(T, 512),
+        ...keyLockSeed(T, 512, 'INSERT IGNORE INTO'),
       ]);
     },
     checkNames() {

@@ -50,7 +50,7 @@ export function sqliteSchema(
       const { qualified: T } = table('outboxKeyLocks');
       return createdTable(T, [
         createTable(T, [`"slot" integer PRIMARY KEY NOT NULL`, `"n" bigint NOT NULL`]),
-        ...keyLockSeed(T, 512),
+        ...keyLockSeed(T, 512, 'INSERT OR IGNORE INTO'),
       ]);
     },
     checkNames() {
