@@ -127,8 +127,14 @@ describe.each(cases)('sample app ledger on %s / %s transport', (kind, broker) =>
         // The embedded default runs the handler in its own transaction with its inbox record
         // (@OnOutboxMessage): the failed first run rolled back with the record and was counted
         // on the outbox message, which the relay published again.
+        // The relay counts the attempt when it marks the message sent, after the handler's
+        // transaction committed the ledger entry: wait for the mark.
         expect(Number(record.attempts)).toBe(1);
-        expect((await app.get(OutboxAdminService).get(entries[0].messageId))?.attempts).toBe(2);
+        const sent = await eventually(async () => {
+          const m = await app.get(OutboxAdminService).get(entries[0].messageId);
+          return m?.status === 'sent' && m;
+        }, `outbox message ${entries[0].messageId} marked sent`);
+        expect(sent.attempts).toBe(2);
       } else expect(Number(record.attempts)).toBe(broker === 'nats' ? 1 : 2);
     }
 
