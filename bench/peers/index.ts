@@ -162,7 +162,7 @@ const SCENARIOS: Scenario[] = [
   },
   {
     id: 'user-replay',
-    label: "this library in a user's app (every option at its default), replay",
+    label: "this library in a user's app (the tutorial's wiring, defaults), replay",
     variant: 'lib-user',
     path: '/payments',
     keys: 'replay',

@@ -12,10 +12,13 @@
  *   the key's record inserted before the payment, completed after it), POST /payments
  *   (@Idempotent(), transactional mode), POST /payments-leased (@Idempotent({ mode: 'leased',
  *   leaseMs: 5000 }));
- * - lib-user: the same routes in the app a user writes from the quick start, every option of this
- *   library at its default (`IdempotencyModule.forRoot({})`, `withExactlyOnce()`, Nest's default
- *   logger); PEERS_USER_OPTIONS (JSON) is given to its forRoot, PEERS_USER_NEST_LEVELS=1 gives Nest
- *   `logger: ['error', 'warn']` (to find which default costs);
+ * - lib-user: the same routes in the app a user writes from the tutorial (docs/getting-started.md),
+ *   every option of this library at its default but the tutorial's `principalResolver`
+ *   (`IdempotencyModule.forRoot({ principalResolver })`, `withExactlyOnce()`, the relay and the
+ *   cleanup running), bootstrapped as the tutorial does (`NestFactory.create(AppModule, { rawBody:
+ *   true })`, Nest's default logger); PEERS_USER_OPTIONS (JSON) is merged into its forRoot,
+ *   PEERS_USER_NEST_OPTIONS (JSON) into its NestFactory.create options, PEERS_USER_NEST_LEVELS=1
+ *   gives Nest `logger: ['error', 'warn']` (to find which default costs);
  * - ni-redis / ni-memory: POST /payments with @node-idempotency/nestjs (Redis / in-memory storage);
  * - ei-redis: POST /payments behind the express-idempotency middleware with its Redis adapter.
  * Every handler sleeps `x-delay-ms` after its insert (the crash probe kills the process then).
@@ -411,7 +414,13 @@ function appModule() {
   } else if (IS_USER_APP) {
     const { IdempotencyModule } = require(LIB);
     // PEERS_USER_OPTIONS (JSON): options given to the user's app, to find which default costs.
-    imports.push(IdempotencyModule.forRoot(JSON.parse(process.env.PEERS_USER_OPTIONS || '{}')));
+    imports.push(
+      IdempotencyModule.forRoot({
+        // The tutorial's: keys per caller (no auth here, so every request is the anonymous one).
+        principalResolver: (req) => req.user?.id,
+        ...JSON.parse(process.env.PEERS_USER_OPTIONS || '{}'),
+      }),
+    );
     controller = libController();
   } else if (IS_LIB) {
     const { IdempotencyModule } = require(LIB);
@@ -450,7 +459,13 @@ async function main() {
   // The user's app keeps Nest's default logger (every level); the others print warnings and errors.
   const app = await NestFactory.create(
     appModule(),
-    IS_USER_APP && !process.env.PEERS_USER_NEST_LEVELS ? {} : { logger: ['error', 'warn'] },
+    {
+      ...(IS_USER_APP && !process.env.PEERS_USER_NEST_LEVELS ? {} : { logger: ['error', 'warn'] }),
+      // The tutorial's bootstrap: rawBody, so non-JSON bodies are fingerprinted by their bytes.
+      ...(IS_USER_APP
+        ? { rawBody: true, ...JSON.parse(process.env.PEERS_USER_NEST_OPTIONS || '{}') }
+        : {}),
+    },
   );
   app.use(trackTraffic);
   if (VARIANT === 'ei-redis') {
