@@ -7,9 +7,10 @@ import { MetricsService } from '../observability/metrics.service';
 const CACHE_MS = 1000;
 
 /**
- * Feeds the outbox gauges (`outbox.backlog`, `outbox.oldest_pending.age`, `outbox.dead_letters`)
- * from the database when a metric reader collects: one cheap query over the pending and dead
- * rows, at most once a second. Without an OpenTelemetry SDK nothing ever collects.
+ * Feeds the outbox gauges (`outbox.backlog`, `outbox.publisher.backlog`, `outbox.oldest_pending.age`,
+ * `outbox.dead_letters`) from the database when a metric reader collects: two cheap queries over
+ * the pending and dead rows, at most once a second. Without an OpenTelemetry SDK nothing ever
+ * collects.
  * @internal
  */
 @Injectable()
@@ -34,11 +35,14 @@ export class OutboxGaugesObserver implements OnModuleInit, OnModuleDestroy {
   private snapshot(): Promise<OutboxBacklogSnapshot> {
     const now = Date.now();
     if (this.cached && now - this.cached.at < CACHE_MS) return this.cached.value;
-    const value = this.store.outboxHealth().then((r) => ({
-      pending: r.pending,
-      oldestPendingAgeMs: r.oldestPendingAgeMs,
-      dead: r.dead,
-    }));
+    const value = Promise.all([this.store.outboxHealth(), this.store.outboxPendingByRoute()]).then(
+      ([r, pendingByPublisher]) => ({
+        pending: r.pending,
+        oldestPendingAgeMs: r.oldestPendingAgeMs,
+        dead: r.dead,
+        pendingByPublisher,
+      }),
+    );
     value.catch(() => {
       if (this.cached?.value === value) this.cached = undefined;
     });

@@ -22,6 +22,7 @@ export const METRIC_NAMES = {
   outboxUnavailable: 'outbox.unavailable',
   outboxRelayBackingOff: 'outbox.relay.backing_off',
   outboxBacklog: 'outbox.backlog',
+  outboxPublisherBacklog: 'outbox.publisher.backlog',
   outboxOldestPendingAge: 'outbox.oldest_pending.age',
   outboxDeadLetters: 'outbox.dead_letters',
   inboxProcessed: 'inbox.processed',
@@ -129,6 +130,11 @@ const INSTRUMENTS = {
     N.outboxBacklog,
     '{message}',
     'Outbox messages waiting to be published (status pending)',
+  ),
+  outboxPublisherBacklog: gauge(
+    N.outboxPublisherBacklog,
+    '{message}',
+    'Outbox messages waiting to be published, per publisher (attribute `publisher`: the route fixed at enqueue, `default` without routes)',
   ),
   outboxOldestPendingAge: gauge(
     N.outboxOldestPendingAge,

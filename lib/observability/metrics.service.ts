@@ -12,6 +12,8 @@ export interface OutboxBacklogSnapshot {
   oldestPendingAgeMs: number;
   /** Messages that exhausted their attempts (status dead). */
   dead: number;
+  /** Pending messages per publisher (the route fixed at enqueue; `default` without routes). */
+  pendingByPublisher?: Record<string, number>;
 }
 
 /** Makes the instruments of the table on the library's meter, as properties of the subclass. */
@@ -33,7 +35,8 @@ export class MetricsService extends Instrumented implements OnModuleDestroy {
   private readonly disposers = new Set<() => void>();
 
   /**
-   * Registers the source of the outbox gauges (backlog, oldest pending age, dead letters).
+   * Registers the source of the outbox gauges (backlog, backlog per publisher, oldest pending
+   * age, dead letters).
    * The source is called at each collection; returning undefined (or throwing) reports nothing.
    * Returns a function that unregisters it.
    * @internal
@@ -50,8 +53,16 @@ export class MetricsService extends Instrumented implements OnModuleDestroy {
       result.observe(this.outboxBacklog, snapshot.pending);
       result.observe(this.outboxOldestPendingAge, snapshot.oldestPendingAgeMs);
       result.observe(this.outboxDeadLetters, snapshot.dead);
+      for (const [publisher, n] of Object.entries(snapshot.pendingByPublisher ?? {})) {
+        result.observe(this.outboxPublisherBacklog, n, { publisher });
+      }
     };
-    const observables = [this.outboxBacklog, this.outboxOldestPendingAge, this.outboxDeadLetters];
+    const observables = [
+      this.outboxBacklog,
+      this.outboxPublisherBacklog,
+      this.outboxOldestPendingAge,
+      this.outboxDeadLetters,
+    ];
     this.meter.addBatchObservableCallback(callback, observables);
     const dispose = () => {
       this.meter.removeBatchObservableCallback(callback, observables);

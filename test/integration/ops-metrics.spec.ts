@@ -198,6 +198,11 @@ describe.each(databaseKinds())('metrics on %s', (kind) => {
     expect(delta(after, METRIC_NAMES.cleanupDuration)).toBe(1);
     // Gauges report the current state of this database.
     expect(total(after, METRIC_NAMES.outboxBacklog)).toBeGreaterThanOrEqual(1);
+    // Per publisher: the message above has no route, so it waits for the `default` one.
+    expect(
+      total(after, METRIC_NAMES.outboxPublisherBacklog, { publisher: 'default' }),
+    ).toBeGreaterThanOrEqual(1);
+    expect(total(after, METRIC_NAMES.outboxPublisherBacklog, { publisher: 'nowhere' })).toBe(0);
     expect(total(after, METRIC_NAMES.outboxOldestPendingAge)).toBeGreaterThanOrEqual(
       600_000 - 5000,
     );
@@ -211,6 +216,7 @@ describe.each(databaseKinds())('metrics on %s', (kind) => {
       [METRIC_NAMES.outboxUnavailable]: '{message}',
       [METRIC_NAMES.outboxRelayBackingOff]: '1',
       [METRIC_NAMES.outboxBacklog]: '{message}',
+      [METRIC_NAMES.outboxPublisherBacklog]: '{message}',
       [METRIC_NAMES.outboxOldestPendingAge]: 'ms',
       [METRIC_NAMES.inboxProcessed]: '{message}',
       [METRIC_NAMES.cleanupDeleted]: '{row}',
