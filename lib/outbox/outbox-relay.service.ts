@@ -118,7 +118,8 @@ export type OutboxPublishers = ReadonlyMap<string, OutboxPublisher>;
  * be reached (outbox-unavailable.ts) is no attempt: the message is given back as it was and the
  * relay backs off as a whole (growing, jittered, capped delay) until a pass goes through again,
  * and likewise when the database behind it cannot be reached. It polls every
- * `outbox.pollIntervalMs`, claims again at once while batches come back full, and is woken at
+ * `outbox.pollIntervalMs`, claims again at once while batches come back full (or, under
+ * ordering, while they publish keyed messages, whose keys' next messages then become due), and is woken at
  * once when a transaction of this process that added outbox rows commits. A relay that dies mid-batch loses its lease and
  * another relay publishes the batch again (at-least-once: consumers de-duplicate by message id).
  *
@@ -149,6 +150,12 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
   private backingOff = false;
   /** The loop's own pass is running (per-publisher backoff applies). */
   private inLoop = false;
+  /**
+   * The last pass published and marked a keyed message: under ordering the key's next message
+   * has just become claimable (it was held back behind this one), so the loop claims again at
+   * once instead of waiting for the next poll.
+   */
+  private keyHeadsMoved = false;
   private outage: OutboxRelayOutage | null = null;
   private readonly counters = {
     heartbeatAt: null as Date | null,
@@ -360,6 +367,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       }
       result.published = sent.length;
       this.counters.published += sent.length;
+      if (o.ordered && sent.some((r) => r.partitionKey !== null)) this.keyHeadsMoved = true;
       const published = messages.filter((m, i): m is OutboxMessage => !!m && !outcomes[i]);
       const at = Date.now();
       rows.forEach((_, i) => {
@@ -667,6 +675,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     while (this.state === 'running') {
       this.counters.heartbeatAt = new Date();
       this.woken = false;
+      this.keyHeadsMoved = false;
       let full = false;
       let held: Pick<OutboxRelayOutage, 'reason' | 'lastError'> | undefined;
       try {
@@ -692,7 +701,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
         continue;
       }
       this.recovered();
-      if (full || this.woken) continue;
+      if (full || this.woken || this.keyHeadsMoved) continue;
       await this.sleep(this.untilNextPass(o.pollIntervalMs));
     }
     this.log('log', 'relay.stopped', { relayId: this.relayId });
