@@ -1,6 +1,7 @@
 import { fillKeyLockSlots } from '../portable/key-lock-slots.sql';
 import type { OutboxSql } from '../contracts/outbox.contract';
 import type { QuotedTables } from '../dialect';
+import type { SqlExecutor } from '../../sql-executor';
 import {
   deadFilterWhere,
   type DeadFilterSpelling,
@@ -54,6 +55,18 @@ export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
       next_attempt_at DATETIME2(3) NULL, last_error NVARCHAR(2000) NULL, lease_owner VARCHAR(128) NULL,
       locked_until DATETIME2(3) NULL, created_at DATETIME2(3) NOT NULL, sent_at DATETIME2(3) NULL,
       failures NVARCHAR(MAX) NULL, failed_at DATETIME2(3) NULL, route VARCHAR(64) NULL)`;
+  // One statement per chunk of up to 1,000 values (after the `fixed` parameters), each ending in
+  // SELECT @@ROWCOUNT: the rows they changed, summed.
+  const rowsPerChunk = (
+    exec: SqlExecutor,
+    values: readonly string[],
+    fixed: unknown[],
+    statement: (inList: string) => string,
+  ) =>
+    sumPerChunk(values, 1000, async (part) => {
+      const { rows } = await exec(statement(marks(fixed.length, part.length)), [...fixed, ...part]);
+      return rowcount(rows);
+    });
   const inserted = OUTBOX_COLUMNS.split(', ')
     .map((c) => `inserted.${c}`)
     .join(', ');
@@ -111,14 +124,10 @@ export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
       return rows.map(mapOutboxRow).sort(bySeq);
     },
     markSent(exec, seqs, owner) {
-      return sumPerChunk(seqs, 1000, async (part) => {
-        const { rows } = await exec(
-          `UPDATE ${T} SET attempts = attempts + 1, status = 'sent', sent_at = SYSUTCDATETIME(), locked_until = NULL
-            WHERE seq IN (${marks(1, part.length)}) AND lease_owner = @0 AND status = 'pending';
-           SELECT @@ROWCOUNT AS n;`,
-          [owner, ...part],
-        );
-        return rowcount(rows);
+      return rowsPerChunk(exec, seqs, [owner], (inList) => {
+        return `UPDATE ${T} SET attempts = attempts + 1, status = 'sent', sent_at = SYSUTCDATETIME(), locked_until = NULL
+            WHERE seq IN (${inList}) AND lease_owner = @0 AND status = 'pending';
+           SELECT @@ROWCOUNT AS n;`;
       });
     },
     async markFailed(exec, p) {
@@ -137,15 +146,10 @@ export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
     release(exec, seqs, owner, error) {
       // The error (when given) is @1, the sequences follow: at most 1,002 parameters a statement.
       const withError = error !== undefined;
-      const from = withError ? 2 : 1;
-      return sumPerChunk(seqs, 1000, async (part) => {
-        const { rows } = await exec(
-          `UPDATE ${T} SET lease_owner = NULL, locked_until = NULL${withError ? ', last_error = @1' : ''}
-            WHERE seq IN (${marks(from, part.length)}) AND lease_owner = @0 AND status = 'pending';
-           SELECT @@ROWCOUNT AS n;`,
-          withError ? [owner, error, ...part] : [owner, ...part],
-        );
-        return rowcount(rows);
+      return rowsPerChunk(exec, seqs, withError ? [owner, error] : [owner], (inList) => {
+        return `UPDATE ${T} SET lease_owner = NULL, locked_until = NULL${withError ? ', last_error = @1' : ''}
+            WHERE seq IN (${inList}) AND lease_owner = @0 AND status = 'pending';
+           SELECT @@ROWCOUNT AS n;`;
       });
     },
     async list(exec, p) {
@@ -178,26 +182,18 @@ export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
       return out.sort(bySeq);
     },
     requeue(exec, ids) {
-      return sumPerChunk(ids, 1000, async (part) => {
-        const { rows } = await exec(
-          `UPDATE ${T}
+      return rowsPerChunk(exec, ids, [], (inList) => {
+        return `UPDATE ${T}
               SET status = 'pending', attempts = 0, next_attempt_at = SYSUTCDATETIME(), lease_owner = NULL,
                   locked_until = NULL, sent_at = NULL
-            WHERE id IN (${marks(0, part.length)}) AND status <> 'pending';
-           SELECT @@ROWCOUNT AS n;`,
-          [...part],
-        );
-        return rowcount(rows);
+            WHERE id IN (${inList}) AND status <> 'pending';
+           SELECT @@ROWCOUNT AS n;`;
       });
     },
     purgeDead(exec, ids) {
-      return sumPerChunk(ids, 1000, async (part) => {
-        const { rows } = await exec(
-          `DELETE FROM ${T} WHERE id IN (${marks(0, part.length)}) AND status = 'dead';
-           SELECT @@ROWCOUNT AS n;`,
-          [...part],
-        );
-        return rowcount(rows);
+      return rowsPerChunk(exec, ids, [], (inList) => {
+        return `DELETE FROM ${T} WHERE id IN (${inList}) AND status = 'dead';
+           SELECT @@ROWCOUNT AS n;`;
       });
     },
     async pendingByRoute(exec) {
@@ -227,26 +223,18 @@ export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
       return rows.map((r) => String(r.seq));
     },
     requeueDeadSeqs(exec, seqs) {
-      return sumPerChunk(seqs, 1000, async (part) => {
-        const { rows } = await exec(
-          `UPDATE ${T}
+      return rowsPerChunk(exec, seqs, [], (inList) => {
+        return `UPDATE ${T}
               SET status = 'pending', attempts = 0, next_attempt_at = SYSUTCDATETIME(), lease_owner = NULL,
                   locked_until = NULL, sent_at = NULL
-            WHERE seq IN (${marks(0, part.length)}) AND status = 'dead';
-           SELECT @@ROWCOUNT AS n;`,
-          [...part],
-        );
-        return rowcount(rows);
+            WHERE seq IN (${inList}) AND status = 'dead';
+           SELECT @@ROWCOUNT AS n;`;
       });
     },
     purgeDeadSeqs(exec, seqs) {
-      return sumPerChunk(seqs, 1000, async (part) => {
-        const { rows } = await exec(
-          `DELETE FROM ${T} WHERE seq IN (${marks(0, part.length)}) AND status = 'dead';
-           SELECT @@ROWCOUNT AS n;`,
-          [...part],
-        );
-        return rowcount(rows);
+      return rowsPerChunk(exec, seqs, [], (inList) => {
+        return `DELETE FROM ${T} WHERE seq IN (${inList}) AND status = 'dead';
+           SELECT @@ROWCOUNT AS n;`;
       });
     },
   };
