@@ -7,17 +7,11 @@ import {
   type DeadFilterSpelling,
   delayOf,
   orderedClause,
+  outboxCounts,
   routeClause,
 } from '../portable/outbox.sql';
 import { Binder, chunks, marks as placeholders, sumPerChunk } from '../portable/sql-style';
-import {
-  bySeq,
-  mapOutboxRow,
-  num,
-  OUTBOX_COLUMNS,
-  pendingPerRoute,
-  statusCounts,
-} from '../row-mappers';
+import { bySeq, mapOutboxRow, OUTBOX_COLUMNS } from '../row-mappers';
 import { dateAddMs, MSSQL_STYLE, rowcount } from './mssql.helpers';
 
 /**
@@ -196,22 +190,7 @@ export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
            SELECT @@ROWCOUNT AS n;`;
       });
     },
-    async pendingByRoute(exec) {
-      const { rows } = await exec(
-        `SELECT route, COUNT(*) AS n FROM ${T} WHERE status = 'pending' GROUP BY route`,
-      );
-      return pendingPerRoute(rows);
-    },
-    async countByStatus(exec) {
-      const { rows } = await exec(`SELECT status, COUNT_BIG(*) AS n FROM ${T} GROUP BY status`);
-      return statusCounts(rows);
-    },
-    async countDead(exec, filter) {
-      const b = new Binder(MSSQL_STYLE);
-      const where = deadFilterWhere(filter, b, DEAD_FILTER);
-      const { rows } = await exec(`SELECT COUNT_BIG(*) AS n FROM ${T} WHERE ${where}`, b.values);
-      return num(rows[0]?.n);
-    },
+    ...outboxCounts(T, MSSQL_STYLE, DEAD_FILTER, 'COUNT_BIG(*)'),
     async deadSeqs(exec, filter, afterSeq, limit) {
       const b = new Binder(MSSQL_STYLE);
       const where = deadFilterWhere(filter, b, DEAD_FILTER);
