@@ -5,9 +5,9 @@ import {
   SSE_METADATA,
 } from '@nestjs/common/constants';
 import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
-import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
+import { Reflector } from '@nestjs/core';
 import { IDEMPOTENT_METADATA } from '../idempotency.constants';
-import { instanceMethods } from '../internal/instance-methods';
+import { DiscoveredMethods } from '../internal/instance-methods';
 import { EVENT_HANDLER, PATTERN_HANDLER_METADATA, PATTERN_METADATA } from '../rpc/rpc.constants';
 import {
   IDEMPOTENT_ON_EVENT,
@@ -24,14 +24,12 @@ import {
 @Injectable()
 export class IdempotentRoutesExplorer implements OnModuleInit {
   constructor(
-    private readonly discovery: DiscoveryService,
-    private readonly scanner: MetadataScanner,
+    private readonly methods: DiscoveredMethods,
     private readonly reflector: Reflector,
   ) {}
 
   onModuleInit(): void {
-    const controllers = this.discovery.getControllers();
-    for (const { metatype, name, handler } of instanceMethods(controllers, this.scanner)) {
+    for (const { metatype, name, handler } of this.methods.ofControllers()) {
       const guarded =
         this.reflector.get(IDEMPOTENT_METADATA, metatype) !== undefined ||
         this.reflector.get(IDEMPOTENT_METADATA, handler) !== undefined;

@@ -1,7 +1,7 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
-import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
+import { Reflector } from '@nestjs/core';
 import { IDEMPOTENT_METADATA } from '../idempotency.constants';
-import { instanceMethods } from '../internal/instance-methods';
+import { DiscoveredMethods } from '../internal/instance-methods';
 import type { IdempotencyEndpointOptions } from '../idempotency.options';
 import { IDEMPOTENT_ON_GRAPHQL_READ, KEY_RESOLVER_ON_GRAPHQL } from '../gate/idempotency.messages';
 import {
@@ -22,14 +22,12 @@ import {
 @Injectable()
 export class IdempotentResolversExplorer implements OnModuleInit {
   constructor(
-    private readonly discovery: DiscoveryService,
-    private readonly scanner: MetadataScanner,
+    private readonly methods: DiscoveredMethods,
     private readonly reflector: Reflector,
   ) {}
 
   onModuleInit(): void {
-    const providers = this.discovery.getProviders();
-    for (const { metatype, name, handler } of instanceMethods(providers, this.scanner)) {
+    for (const { metatype, name, handler } of this.methods.ofProviders()) {
       const kind: unknown = Reflect.getMetadata(RESOLVER_TYPE_METADATA, handler);
       const fieldResolver = Reflect.getMetadata(RESOLVER_PROPERTY_METADATA, handler) === true;
       if (kind === undefined && !fieldResolver) continue;

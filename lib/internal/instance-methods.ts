@@ -1,4 +1,5 @@
-import type { MetadataScanner } from '@nestjs/core';
+import { Injectable } from '@nestjs/common';
+import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 
 /** A method of a discovered instance: where the bootstrap explorers read a handler's metadata. */
@@ -26,5 +27,28 @@ export function* instanceMethods(
       const handler = proto[name];
       if (typeof handler === 'function') yield { metatype, name, handler };
     }
+  }
+}
+
+/**
+ * The methods of the app's controllers and of its providers, for the explorers that check
+ * handlers at bootstrap.
+ * @internal
+ */
+@Injectable()
+export class DiscoveredMethods {
+  constructor(
+    private readonly discovery: DiscoveryService,
+    private readonly scanner: MetadataScanner,
+  ) {}
+
+  /** The methods of the app's controllers. */
+  ofControllers(): Generator<InstanceMethod> {
+    return instanceMethods(this.discovery.getControllers(), this.scanner);
+  }
+
+  /** The methods of the app's providers. */
+  ofProviders(): Generator<InstanceMethod> {
+    return instanceMethods(this.discovery.getProviders(), this.scanner);
   }
 }
