@@ -22,6 +22,7 @@ import { ConditionalInterceptor } from './conditional/conditional.interceptor';
 import { CallGate } from './gate/call-gate';
 import { ExactlyOnceEvents } from './events/exactly-once.events';
 import { IdempotentRoutesExplorer } from './gate/idempotent-routes.explorer';
+import { DiscoveredMethods } from './internal/instance-methods';
 import { RpcIdempotencyInterceptor } from './rpc/rpc-idempotency.interceptor';
 import { GraphqlIdempotencyInterceptor } from './graphql/graphql-idempotency.interceptor';
 import { IdempotentResolversExplorer } from './graphql/idempotent-resolvers.explorer';
@@ -84,6 +85,7 @@ const INTERNAL_PROVIDERS = [
   IdempotencyLedger,
   ReplayCache,
   OutboxGaugesObserver,
+  DiscoveredMethods,
   IdempotentRoutesExplorer,
   IdempotentResolversExplorer,
   OutboxWakeSignal,

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import type { ParseArgsConfig } from 'node:util';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { DataSource } from 'typeorm';
 import type { DataSourceOptions } from 'typeorm';
 import type { MigrationNamingOptions } from '../persistence/migrations';
@@ -26,6 +26,22 @@ export const NAMING_USAGE = `  --schema NAME             schema of the library's
   --table KIND=NAME         a table name as IdempotencyModule's \`tables\` (KIND: idempotency,
                             outbox, inbox); repeat for each renamed table
   --migrations-table NAME   TypeORM's migrations table of your DataSource (default: migrations)`;
+
+/** Options of the schema commands that connect to a database: the naming options and `--url`. */
+export const URL_OPTIONS = {
+  ...NAMING_OPTIONS,
+  url: { type: 'string' },
+} as const satisfies ParseArgsConfig['options'];
+
+/** The usage lines of {@link URL_OPTIONS}. */
+export const URL_USAGE = `  --url URL                 sqlite:<file>, postgres://…, mysql://…, mariadb://…, mssql://…
+${NAMING_USAGE}`;
+
+/** Parses the arguments of a command that takes {@link URL_OPTIONS}: the URL and the naming. */
+export function parseUrlArgs(args: string[]): { url: string | undefined; naming: SchemaNaming } {
+  const values = parseCommandArgs((c) => parseArgs({ args, options: URL_OPTIONS, ...c }).values);
+  return { url: values.url, naming: namingFrom(values) };
+}
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 

@@ -105,6 +105,11 @@ export class ConditionalInterceptor implements NestInterceptor {
     });
   }
 
+  /** The app's HTTP adapter (Express or Fastify), as the host has it. */
+  private get adapter() {
+    return this.adapterHost.httpAdapter;
+  }
+
   /** The request's preconditions (override to read them elsewhere). */
   protected readPreconditions(req: any): Preconditions {
     return readPreconditions(req);
@@ -117,13 +122,12 @@ export class ConditionalInterceptor implements NestInterceptor {
     state: ConditionalState,
     value: unknown,
   ): unknown {
-    const adapter = this.adapterHost.httpAdapter;
-    if (state.etag) adapter.setHeader(res, 'ETag', state.etag);
+    if (state.etag) this.adapter.setHeader(res, 'ETag', state.etag);
     if (
       state.created &&
       Reflect.getMetadata(HTTP_CODE_METADATA, context.getHandler()) === undefined
     ) {
-      adapter.status(res, HttpStatus.CREATED);
+      this.adapter.status(res, HttpStatus.CREATED);
     }
     if (hasPreconditions(state.preconditions) && !state.consumed) {
       this.warnOnce(context, PRECONDITIONS_IGNORED(this.where(context)));
@@ -138,19 +142,18 @@ export class ConditionalInterceptor implements NestInterceptor {
     state: ConditionalState,
     value: unknown,
   ): unknown {
-    const adapter = this.adapterHost.httpAdapter;
     if (!state.etag) {
       this.warnOnce(context, NO_ETAG(this.where(context)));
       return value;
     }
-    adapter.setHeader(res, 'ETag', state.etag);
+    this.adapter.setHeader(res, 'ETag', state.etag);
     const current = parseEntityTag(state.etag);
     const { ifMatch, ifNoneMatch } = state.preconditions;
     if (ifMatch !== undefined && !matches(ifMatch, current, strongMatch)) {
       throw preconditionFailed('The resource does not have the version named in If-Match.');
     }
     if (ifNoneMatch !== undefined && matches(ifNoneMatch, current, weakMatch)) {
-      adapter.status(res, HttpStatus.NOT_MODIFIED);
+      this.adapter.status(res, HttpStatus.NOT_MODIFIED);
       return undefined;
     }
     return value;

@@ -8,7 +8,7 @@ import type {
   ResolvedEndpointOptions,
   ResolvedIdempotencyOptions,
 } from '../idempotency.options';
-import { LibraryLogger } from '../observability/library-logger';
+import { LibraryLogger, type LibraryLogLevel } from '../observability/library-logger';
 import { MetricsService } from '../observability/metrics.service';
 import { isMisconfiguration } from '../persistence/database-misconfigured';
 import { DatabaseService } from '../persistence/database.service';
@@ -16,7 +16,6 @@ import {
   IdempotencyLedger,
   type LedgerDecision,
   type LedgerRequest,
-  type Reservation,
   type SettledDecision,
 } from '../persistence/idempotency-ledger';
 import { toRetryAfterSeconds } from '../persistence/time';
@@ -36,7 +35,7 @@ import {
   responseTooLarge,
 } from './idempotency.errors';
 import { InFlightRegistry } from './in-flight.registry';
-import { LeaseKeeper } from './lease-keeper';
+import { keepLeaseAlive } from './lease-keeper';
 import { buildContextScope } from './request-scope';
 import { decodeSnapshot, encodeSnapshot, sealingOf } from './response-snapshot';
 
@@ -273,7 +272,9 @@ export class CallGate {
     const { scope, key } = call.info;
     const ticket = this.registry.enter(scope, key);
     this.registry.setLease(scope, key, Date.now() + call.opts.leaseMs);
-    const keeper = this.keepLeaseAlive(call, reservation);
+    const keeper = keepLeaseAlive(this.ledger, this.db, reservation, call.opts.leaseMs, (e) =>
+      this.log('warn', 'lease-renewal-failed', call, { error: errorText(e) }),
+    );
     let value: unknown;
     try {
       await this.db
@@ -476,17 +477,6 @@ export class CallGate {
     };
   }
 
-  private keepLeaseAlive(call: GuardedCall, reservation: Reservation): LeaseKeeper | undefined {
-    if (this.ledger.singleWriter) return undefined;
-    this.db.leaseRenewals.warm();
-    const leaseMs = Math.floor(call.opts.leaseMs);
-    return new LeaseKeeper(
-      () => this.ledger.renew(reservation, leaseMs),
-      leaseMs,
-      (e) => this.log('warn', 'lease-renewal-failed', call, { error: errorText(e) }),
-    ).start();
-  }
-
   private emit(call: GuardedCall, kind: IdempotencyEvent['kind'], status: number): void {
     const where = { keyHash: call.info.keyHash, path: call.subject, request: call.request };
     this.events.emitGate(
@@ -498,12 +488,7 @@ export class CallGate {
     );
   }
 
-  private log(
-    level: 'log' | 'warn' | 'error' | 'debug',
-    event: string,
-    call: GuardedCall,
-    extra: object = {},
-  ): void {
+  private log(level: LibraryLogLevel, event: string, call: GuardedCall, extra: object = {}): void {
     this.logger.event(level, `idempotency.${event}`, () => ({
       keyHash: call.info.keyHash,
       mode: call.opts.mode,

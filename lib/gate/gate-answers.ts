@@ -1,7 +1,7 @@
 import type { Subscriber } from 'rxjs';
 import type { IdempotencyEvent, ResolvedIdempotencyOptions } from '../idempotency.options';
 import { ExactlyOnceEvents } from '../events/exactly-once.events';
-import { LibraryLogger } from '../observability/library-logger';
+import { LibraryLogger, type LibraryLogLevel } from '../observability/library-logger';
 import { type MetricsService } from '../observability/metrics.service';
 import type { LedgerDecision, SettledDecision } from '../persistence/idempotency-ledger';
 import type { GuardedRequest } from './guarded-request';
@@ -175,12 +175,7 @@ export class GateAnswers {
   }
 
   /** One structured log event per gate event (only the key's hash, never the key). */
-  log(
-    level: 'log' | 'warn' | 'error' | 'debug',
-    event: string,
-    g: GuardedRequest,
-    extra: object = {},
-  ): void {
+  log(level: LibraryLogLevel, event: string, g: GuardedRequest, extra: object = {}): void {
     this.logger.event(level, `idempotency.${event}`, () => ({
       keyHash: g.info.keyHash,
       mode: g.opts.mode,

@@ -1,3 +1,6 @@
+import type { DatabaseService } from '../persistence/database.service';
+import type { IdempotencyLedger, Reservation } from '../persistence/idempotency-ledger';
+
 /**
  * Keeps a leased-mode reservation alive while its handler runs: every third of the lease it
  * extends the lease to a full `leaseMs` from now (on the database clock, in a statement of its
@@ -52,4 +55,26 @@ export class LeaseKeeper {
     // does not push the next one back by its own duration.
     if (ours) this.schedule(started);
   }
+}
+
+/**
+ * Renews a committed reservation's lease of `leaseMs` while its handler runs (see LeaseKeeper),
+ * reporting a failed renewal to `onError`. None on SQLite (one writer): one process, where the
+ * in-flight registry already answers every duplicate, and where a statement outside the handler's
+ * transaction would wait for it.
+ * @internal
+ */
+export function keepLeaseAlive(
+  ledger: IdempotencyLedger,
+  db: DatabaseService,
+  reservation: Reservation,
+  leaseMs: number,
+  onError: (error: unknown) => void,
+): LeaseKeeper | undefined {
+  if (ledger.singleWriter) return undefined;
+  // Opened now (at the first leased request) so that the first renewal, a third of the lease
+  // from now, does not wait for a new connection.
+  db.leaseRenewals.warm();
+  const ms = Math.floor(leaseMs);
+  return new LeaseKeeper(() => ledger.renew(reservation, ms), ms, onError).start();
 }

@@ -5,11 +5,11 @@ import {
   gateAfterReservationCommit,
   publishGate,
 } from '../diagnostics/diagnostics.channels';
-import type { LedgerDecision, Reservation } from '../persistence/idempotency-ledger';
+import type { LedgerDecision } from '../persistence/idempotency-ledger';
 import { errorText } from './gate-answers';
 import { Abort, type GuardedRequest } from './guarded-request';
 import { rawResponse } from '../internal/http-platform';
-import { LeaseKeeper } from './lease-keeper';
+import { keepLeaseAlive } from './lease-keeper';
 import { ResponseCapture } from './response-capture';
 import { GateMode } from './gate.mode';
 
@@ -47,7 +47,9 @@ export class LeasedMode extends GateMode {
     publishGate(gateAfterReservationCommit, g.info);
     this.registry.setLease(g.info.scope, g.info.key, Date.now() + g.opts.leaseMs);
     const capture = new ResponseCapture(rawResponse(g.res));
-    const keeper = this.keepLeaseAlive(g, reservation);
+    const keeper = keepLeaseAlive(this.ledger, this.db, reservation, g.opts.leaseMs, (e) =>
+      this.answers.log('warn', 'lease-renewal-failed', g, { error: errorText(e) }),
+    );
     try {
       await this.db
         .inTransaction(() => this.handler.run(g, reservation, next, subscriber, capture))
@@ -63,23 +65,5 @@ export class LeasedMode extends GateMode {
     // Diagnostics channel: the business transaction has committed, no byte has left yet.
     publishGate(gateAfterCommit, g.info);
     this.answers.created(g, capture);
-  }
-
-  /**
-   * Renews the committed reservation's lease while the handler runs (see LeaseKeeper). Not on
-   * SQLite: one process, where the in-flight registry already answers every duplicate, and where
-   * a statement outside the handler's transaction would wait for it.
-   */
-  private keepLeaseAlive(g: GuardedRequest, reservation: Reservation): LeaseKeeper | undefined {
-    if (this.ledger.singleWriter) return undefined;
-    // Opened now (at the first leased request) so that the first renewal, a third of the lease
-    // from now, does not wait for a new connection.
-    this.db.leaseRenewals.warm();
-    const leaseMs = Math.floor(g.opts.leaseMs);
-    return new LeaseKeeper(
-      () => this.ledger.renew(reservation, leaseMs),
-      leaseMs,
-      (e) => this.answers.log('warn', 'lease-renewal-failed', g, { error: errorText(e) }),
-    ).start();
   }
 }

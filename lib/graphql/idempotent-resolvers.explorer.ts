@@ -1,6 +1,7 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
-import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
+import { Reflector } from '@nestjs/core';
 import { IDEMPOTENT_METADATA } from '../idempotency.constants';
+import { DiscoveredMethods } from '../internal/instance-methods';
 import type { IdempotencyEndpointOptions } from '../idempotency.options';
 import { IDEMPOTENT_ON_GRAPHQL_READ, KEY_RESOLVER_ON_GRAPHQL } from '../gate/idempotency.messages';
 import {
@@ -21,48 +22,39 @@ import {
 @Injectable()
 export class IdempotentResolversExplorer implements OnModuleInit {
   constructor(
-    private readonly discovery: DiscoveryService,
-    private readonly scanner: MetadataScanner,
+    private readonly methods: DiscoveredMethods,
     private readonly reflector: Reflector,
   ) {}
 
   onModuleInit(): void {
-    for (const wrapper of this.discovery.getProviders()) {
-      const { instance, metatype } = wrapper;
-      if (!instance || typeof instance !== 'object' || !metatype) continue;
-      const proto = Object.getPrototypeOf(instance);
-      if (!proto) continue;
+    for (const { metatype, name, handler } of this.methods.ofProviders()) {
+      const kind: unknown = Reflect.getMetadata(RESOLVER_TYPE_METADATA, handler);
+      const fieldResolver = Reflect.getMetadata(RESOLVER_PROPERTY_METADATA, handler) === true;
+      if (kind === undefined && !fieldResolver) continue;
+      const own = this.reflector.get<IdempotencyEndpointOptions | undefined>(
+        IDEMPOTENT_METADATA,
+        handler,
+      );
+      const where = `${metatype.name}.${name}()`;
+      const isMutation = kind === MUTATION_RESOLVER && !fieldResolver;
+      if (own && !isMutation) {
+        throw new Error(
+          IDEMPOTENT_ON_GRAPHQL_READ(
+            where,
+            kind === QUERY_RESOLVER
+              ? 'query (@Query())'
+              : kind === SUBSCRIPTION_RESOLVER
+                ? 'subscription (@Subscription())'
+                : 'field resolver (@ResolveField())',
+          ),
+        );
+      }
       const classOptions = this.reflector.get<IdempotencyEndpointOptions | undefined>(
         IDEMPOTENT_METADATA,
         metatype,
       );
-      for (const name of this.scanner.getAllMethodNames(proto)) {
-        const handler = proto[name];
-        if (typeof handler !== 'function') continue;
-        const kind: unknown = Reflect.getMetadata(RESOLVER_TYPE_METADATA, handler);
-        const fieldResolver = Reflect.getMetadata(RESOLVER_PROPERTY_METADATA, handler) === true;
-        if (kind === undefined && !fieldResolver) continue;
-        const own = this.reflector.get<IdempotencyEndpointOptions | undefined>(
-          IDEMPOTENT_METADATA,
-          handler,
-        );
-        const where = `${metatype.name}.${name}()`;
-        const isMutation = kind === MUTATION_RESOLVER && !fieldResolver;
-        if (own && !isMutation) {
-          throw new Error(
-            IDEMPOTENT_ON_GRAPHQL_READ(
-              where,
-              kind === QUERY_RESOLVER
-                ? 'query (@Query())'
-                : kind === SUBSCRIPTION_RESOLVER
-                  ? 'subscription (@Subscription())'
-                  : 'field resolver (@ResolveField())',
-            ),
-          );
-        }
-        if (isMutation && (own ?? classOptions)?.keyResolver) {
-          throw new Error(KEY_RESOLVER_ON_GRAPHQL(where));
-        }
+      if (isMutation && (own ?? classOptions)?.keyResolver) {
+        throw new Error(KEY_RESOLVER_ON_GRAPHQL(where));
       }
     }
   }

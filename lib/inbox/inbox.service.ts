@@ -43,6 +43,14 @@ const CLAIM_RETRY = { tries: 5, stepMs: 5, jitterMs: 20 };
 /** Claims repeated in one transaction when the record changed under the claim. */
 const CLAIM_AGAIN = 3;
 
+/** A delivery as `process()` runs it: the message, its handler and the options in force. */
+interface InboxDelivery<T> {
+  consumer: string;
+  messageId: string;
+  handler: () => Promise<T> | T;
+  opts: Required<InboxOptions>;
+}
+
 /** Marks an attempt whose transaction ended before the handler started. */
 class ClaimFailed extends Error {
   constructor(readonly reason: unknown) {
@@ -112,9 +120,8 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
   ): Promise<InboxResult<T>> {
     this.validate(consumer, messageId);
     const opts = InboxService.checkOptions({ ...this.options.inbox, ...stripUndefined(options) });
-    if (this.db.txHost.isTransactionActive()) {
-      return this.processJoined(consumer, messageId, handler, opts);
-    }
+    const delivery: InboxDelivery<T> = { consumer, messageId, handler, opts };
+    if (this.db.txHost.isTransactionActive()) return this.processJoined(delivery);
     if (this.store.nonBlockingReads && this.redeliveries.readFirst(consumer)) {
       const settled = await this.lookUpSettled(consumer, messageId);
       if (settled) {
@@ -123,15 +130,12 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
       }
     }
     try {
-      const result = await retryWithJitter(
-        () => this.processOnce(consumer, messageId, handler, opts),
-        {
-          ...CLAIM_RETRY,
-          retryable: (e) => e instanceof ClaimFailed && this.store.isRetryable(e.reason),
-          exhausted: (_, attempts) =>
-            this.logger.warn(CLAIM_RETRIES_EXHAUSTED(consumer, messageId, attempts)),
-        },
-      );
+      const result = await retryWithJitter(() => this.processOnce(delivery), {
+        ...CLAIM_RETRY,
+        retryable: (e) => e instanceof ClaimFailed && this.store.isRetryable(e.reason),
+        exhausted: (_, attempts) =>
+          this.logger.warn(CLAIM_RETRIES_EXHAUSTED(consumer, messageId, attempts)),
+      });
       this.redeliveries.observe(consumer, result.duplicate);
       return result;
     } catch (e) {
@@ -186,12 +190,8 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
   }
 
   /** One attempt in a new transaction: claim, run, commit; a failure is counted afterwards. */
-  private async processOnce<T>(
-    consumer: string,
-    messageId: string,
-    handler: () => Promise<T> | T,
-    opts: Required<InboxOptions>,
-  ): Promise<InboxResult<T>> {
+  private async processOnce<T>(delivery: InboxDelivery<T>): Promise<InboxResult<T>> {
+    const { consumer, messageId, handler, opts } = delivery;
     let started = false;
     let connectionLost = false;
     let outcome: { claim: InboxClaim; result?: T };
@@ -234,12 +234,8 @@ export class InboxService implements OnModuleInit, OnModuleDestroy {
   }
 
   /** Inside the caller's transaction: claim and run; errors go to the caller's transaction. */
-  private async processJoined<T>(
-    consumer: string,
-    messageId: string,
-    handler: () => Promise<T> | T,
-    opts: Required<InboxOptions>,
-  ): Promise<InboxResult<T>> {
+  private async processJoined<T>(delivery: InboxDelivery<T>): Promise<InboxResult<T>> {
+    const { consumer, messageId, handler, opts } = delivery;
     const claim = await this.claim(consumer, messageId);
     if (claim.outcome !== 'claimed') {
       return this.settle(consumer, messageId, claim, undefined as T, opts);

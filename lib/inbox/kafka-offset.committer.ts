@@ -1,9 +1,6 @@
-import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
-import { ModulesContainer } from '@nestjs/core';
-import type { Subscription } from 'rxjs';
-import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
-import type { InboxAcknowledge, ResolvedIdempotencyOptions } from '../idempotency.options';
-import { LibraryLogger } from '../observability/library-logger';
+import { Injectable } from '@nestjs/common';
+import type { InboxAcknowledge } from '../idempotency.options';
+import { RpcServerFollower } from './rpc-server.follower';
 import { KAFKA_COMMIT_FAILED } from './inbox.messages';
 
 /** The kafkajs consumer of a KafkaContext, as far as committing goes. */
@@ -65,22 +62,9 @@ const isKafkaServer = (s: unknown): s is KafkaServerLike =>
  * @internal
  */
 @Injectable()
-export class KafkaOffsetCommitter implements OnModuleDestroy {
-  protected readonly logger = new LibraryLogger(this.options.logger, 'Inbox');
-  private readonly servers: KafkaServerLike[] = [];
-  private readonly subscription: Subscription;
-
-  constructor(
-    modules: ModulesContainer,
-    @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
-  ) {
-    this.subscription = modules.getRpcTargetRegistry().subscribe((target) => {
-      if (isKafkaServer(target)) this.servers.push(target);
-    });
-  }
-
-  onModuleDestroy(): void {
-    this.subscription.unsubscribe();
+export class KafkaOffsetCommitter extends RpcServerFollower<KafkaServerLike> {
+  protected isServer(target: unknown): target is KafkaServerLike {
+    return isKafkaServer(target);
   }
 
   /** The record whose offset this consumer commits itself, or undefined. */
@@ -88,8 +72,7 @@ export class KafkaOffsetCommitter implements OnModuleDestroy {
     context: unknown,
     acknowledge: InboxAcknowledge | undefined,
   ): KafkaRecordPosition | undefined {
-    const mode = acknowledge ?? this.options.inbox.acknowledge;
-    if (mode === false) return undefined;
+    if ((acknowledge ?? this.options.inbox.acknowledge) === false) return undefined;
     const record = kafkaRecordPosition(context);
     if (!record) return undefined;
     const server = this.servers.find((s) => s.consumer === record.consumer);

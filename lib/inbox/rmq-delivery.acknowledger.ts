@@ -1,9 +1,6 @@
-import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
-import { ModulesContainer } from '@nestjs/core';
-import type { Subscription } from 'rxjs';
-import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
-import type { InboxAcknowledge, ResolvedIdempotencyOptions } from '../idempotency.options';
-import { LibraryLogger } from '../observability/library-logger';
+import { Injectable } from '@nestjs/common';
+import type { InboxAcknowledge } from '../idempotency.options';
+import { RpcServerFollower } from './rpc-server.follower';
 import { ACK_FAILED, ACK_MODE_UNKNOWN, ACK_ON_AUTO_ACK_CONSUMER } from './inbox.messages';
 import type {
   InboxDelivery,
@@ -61,24 +58,14 @@ const isRmqServer = (s: unknown): s is RmqServerLike =>
  * @internal
  */
 @Injectable()
-export class RmqDeliveryAcknowledger implements OnModuleDestroy, InboxDeliverySource {
-  protected readonly logger = new LibraryLogger(this.options.logger, 'Inbox');
-  private readonly servers: RmqServerLike[] = [];
-  private readonly subscription: Subscription;
+export class RmqDeliveryAcknowledger
+  extends RpcServerFollower<RmqServerLike>
+  implements InboxDeliverySource
+{
   private readonly warned = new Set<string>();
 
-  constructor(
-    modules: ModulesContainer,
-    @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
-  ) {
-    // A ReplaySubject: servers connected before this provider was created are replayed.
-    this.subscription = modules.getRpcTargetRegistry().subscribe((target) => {
-      if (isRmqServer(target)) this.servers.push(target);
-    });
-  }
-
-  onModuleDestroy(): void {
-    this.subscription.unsubscribe();
+  protected isServer(target: unknown): target is RmqServerLike {
+    return isRmqServer(target);
   }
 
   /**

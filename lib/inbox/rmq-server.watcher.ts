@@ -1,11 +1,12 @@
-import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
-import { ModulesContainer } from '@nestjs/core';
-import type { Subscription } from 'rxjs';
-import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
-import type { ResolvedIdempotencyOptions } from '../idempotency.options';
-import { isRmqServer, RMQ_CLOSE_TIMED_OUT, watchRmqServer } from '../internal/rmq-connection-loss';
-import { LibraryLogger } from '../observability/library-logger';
+import { Injectable } from '@nestjs/common';
+import {
+  isRmqServer,
+  RMQ_CLOSE_TIMED_OUT,
+  type RmqServerLike,
+  watchRmqServer,
+} from '../internal/rmq-connection-loss';
 import { RMQ_CONSUME_FAILED, RMQ_SERVER_CHANNEL_ERROR } from './inbox.messages';
+import { RpcServerFollower } from './rpc-server.follower';
 
 /**
  * Keeps the app's RabbitMQ consumers (Nest's ServerRMQ, from `connectMicroservice()` /
@@ -16,27 +17,17 @@ import { RMQ_CONSUME_FAILED, RMQ_SERVER_CHANNEL_ERROR } from './inbox.messages';
  * @internal
  */
 @Injectable()
-export class RmqServerWatcher implements OnModuleDestroy {
-  protected readonly logger = new LibraryLogger(this.options.logger, 'Inbox');
-  private readonly subscription: Subscription;
-
-  constructor(
-    modules: ModulesContainer,
-    @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
-  ) {
-    // A ReplaySubject: servers created before this provider are replayed.
-    this.subscription = modules.getRpcTargetRegistry().subscribe((target) => {
-      if (!isRmqServer(target)) return;
-      watchRmqServer(
-        target,
-        (e) => this.logger.warn(RMQ_SERVER_CHANNEL_ERROR(e)),
-        (queue, e) => this.logger.warn(RMQ_CONSUME_FAILED(queue, e)),
-        (ms) => this.logger.warn(RMQ_CLOSE_TIMED_OUT('ServerRMQ', ms)),
-      );
-    });
+export class RmqServerWatcher extends RpcServerFollower<RmqServerLike> {
+  protected isServer(target: unknown): target is RmqServerLike {
+    return isRmqServer(target);
   }
 
-  onModuleDestroy(): void {
-    this.subscription.unsubscribe();
+  protected override onServer(server: RmqServerLike): void {
+    watchRmqServer(
+      server,
+      (e) => this.logger.warn(RMQ_SERVER_CHANNEL_ERROR(e)),
+      (queue, e) => this.logger.warn(RMQ_CONSUME_FAILED(queue, e)),
+      (ms) => this.logger.warn(RMQ_CLOSE_TIMED_OUT('ServerRMQ', ms)),
+    );
   }
 }

@@ -76,25 +76,21 @@ const notFound = (detail: string) => problem(404, PROBLEM_TYPES.adminNotFound, '
 const conflict = (detail: string) =>
   problem(409, PROBLEM_TYPES.adminConflict, 'Not allowed in this state', detail);
 
-/** A message id: 1 to 255 characters, no control characters. */
-function messageId(id: string): string {
+/** A message id: 1 to 255 characters, no control characters; else 400 with `invalid(id)`. */
+function idParam(id: string, invalid: (id: string) => string): string {
   const valid =
     id.length >= 1 &&
     id.length <= 255 &&
     [...id].every((c) => c.charCodeAt(0) > 0x1f && c.charCodeAt(0) !== 0x7f);
-  if (!valid) throw badRequest(ADMIN_BAD_ID(id));
+  if (!valid) throw badRequest(invalid(id));
   return id;
 }
 
-/** An inbox message id: 1 to 255 characters, no control characters. */
-function inboxMessageId(id: string): string {
-  const valid =
-    id.length >= 1 &&
-    id.length <= 255 &&
-    [...id].every((c) => c.charCodeAt(0) > 0x1f && c.charCodeAt(0) !== 0x7f);
-  if (!valid) throw badRequest(ADMIN_BAD_INBOX_ID(id));
-  return id;
-}
+/** An outbox message id. */
+const messageId = (id: string) => idParam(id, ADMIN_BAD_ID);
+
+/** An inbox message id. */
+const inboxMessageId = (id: string) => idParam(id, ADMIN_BAD_INBOX_ID);
 
 function statusParam(value: string | undefined): OutboxStatus | undefined {
   if (value === undefined || value === '') return undefined;

@@ -1,16 +1,7 @@
-import { parseArgs } from 'node:util';
 import { getIdempotencyMigrations } from '../../persistence/migrations';
 import type { CliCommand } from '../cli-command';
 import { MIGRATIONS_APPLIED } from '../cli.messages';
-import {
-  connect,
-  NAMING_OPTIONS,
-  NAMING_USAGE,
-  namingFrom,
-  parseCommandArgs,
-} from '../schema-target';
-
-const OPTIONS = { ...NAMING_OPTIONS, url: { type: 'string' } } as const;
+import { connect, parseUrlArgs, URL_USAGE } from '../schema-target';
 
 /** `schema migrate`: runs the library's TypeORM migrations that the database does not record. */
 export const schemaMigrateCommand: CliCommand = {
@@ -19,12 +10,10 @@ export const schemaMigrateCommand: CliCommand = {
   Applies the library's TypeORM migrations the migrations table does not record, all in one
   transaction where the database allows it (SQL Server, PostgreSQL, SQLite; MySQL and MariaDB
   commit each DDL statement). Creates the --schema when it is missing.
-  --url URL                 sqlite:<file>, postgres://…, mysql://…, mariadb://…, mssql://…
-${NAMING_USAGE}`,
+${URL_USAGE}`,
   async run(args) {
-    const values = parseCommandArgs((c) => parseArgs({ args, options: OPTIONS, ...c }).values);
-    const naming = namingFrom(values);
-    const dataSource = await connect(values.url, {
+    const { url, naming } = parseUrlArgs(args);
+    const dataSource = await connect(url, {
       migrations: getIdempotencyMigrations(naming),
       migrationsTableName: naming.migrationsTable,
       migrationsTransactionMode: 'all',

@@ -1,20 +1,10 @@
-import { parseArgs } from 'node:util';
 import { createDialect, dialectNameOf } from '../../persistence/dialects';
 import { getIdempotencyEntities } from '../../persistence/entities';
 import { missingIndexes } from '../../persistence/schema-index.check';
 import { schemaDifferences } from '../../persistence/schema-version.check';
 import type { CliCommand } from '../cli-command';
 import { SCHEMA_CURRENT, SCHEMA_DIFFERS } from '../cli.messages';
-import {
-  connect,
-  NAMING_OPTIONS,
-  NAMING_USAGE,
-  namingFrom,
-  parseCommandArgs,
-  tableNames,
-} from '../schema-target';
-
-const OPTIONS = { ...NAMING_OPTIONS, url: { type: 'string' } } as const;
+import { connect, parseUrlArgs, tableNames, URL_USAGE } from '../schema-target';
 
 /**
  * `schema status`: the check the module runs at boot (every table and column the library uses,
@@ -25,14 +15,12 @@ export const schemaStatusCommand: CliCommand = {
   usage: `schema status --url URL [options]
   Exits 0 when the database is at this version's schema, 1 and lists what differs (missing
   tables, columns, indexes, migrations not applied) when it is not; 2 when it cannot tell.
-  --url URL                 sqlite:<file>, postgres://…, mysql://…, mariadb://…, mssql://…
-${NAMING_USAGE}`,
+${URL_USAGE}`,
   async run(args) {
-    const values = parseCommandArgs((c) => parseArgs({ args, options: OPTIONS, ...c }).values);
-    const naming = namingFrom(values);
+    const { url, naming } = parseUrlArgs(args);
     // The library's entities (for this database) describe its indexes: read, never synchronized.
     let entities: ReturnType<typeof getIdempotencyEntities> = [];
-    const dataSource = await connect(values.url, (options) => {
+    const dataSource = await connect(url, (options) => {
       entities = getIdempotencyEntities({ type: options.type }, naming);
       return { migrationsTableName: naming.migrationsTable, entities, synchronize: false };
     });

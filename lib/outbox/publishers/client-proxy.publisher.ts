@@ -7,7 +7,9 @@ import {
   RMQ_CLOSE_TIMED_OUT,
   watchRmqClient,
 } from '../../internal/rmq-connection-loss';
-import { MISSING_PACKAGE, RMQ_CLIENT_CHANNEL_ERROR } from '../outbox.messages';
+import { RMQ_CLIENT_CHANNEL_ERROR } from '../outbox.messages';
+import { requireOptionalPackage } from './optional-package';
+import { publishAsBatch } from './publish-as-batch';
 import { isConnectionError } from '../outbox-unavailable';
 import type { OutboxMessage } from '../outbox-message.interface';
 import type { OutboxPublisher } from '../outbox-publisher.interface';
@@ -66,6 +68,8 @@ export interface OutboxEnvelope<TPayload = unknown> {
 }
 
 type Microservices = typeof import('@nestjs/microservices');
+/** What the publisher uses of the `nats` package. */
+type NatsHeaders = { headers(): { set(name: string, value: string): void } };
 
 /** `messaging.system` values (OpenTelemetry semantic conventions) of the transports. */
 const MESSAGING_SYSTEMS: Partial<Record<ClientProxyTransport, string>> = {
@@ -74,14 +78,6 @@ const MESSAGING_SYSTEMS: Partial<Record<ClientProxyTransport, string>> = {
   kafka: 'kafka',
   mqtt: 'mqtt',
 };
-
-function loadMicroservices(): Microservices {
-  try {
-    return require('@nestjs/microservices');
-  } catch {
-    throw new Error(MISSING_PACKAGE('@nestjs/microservices', 'ClientProxyPublisher'));
-  }
-}
 
 /**
  * Publishes through a Nest microservices `ClientProxy` (`client.emit(type, data)`): one adapter
@@ -109,7 +105,10 @@ export class ClientProxyPublisher implements OutboxPublisher {
     private readonly client: ClientProxy,
     private readonly options: ClientProxyPublisherOptions = {},
   ) {
-    this.ms = loadMicroservices();
+    this.ms = requireOptionalPackage<Microservices>(
+      '@nestjs/microservices',
+      'ClientProxyPublisher',
+    );
     this.transport = options.transport ?? this.detectTransport();
     this.envelope = options.envelope ?? this.transport === 'plain';
     if (this.transport === 'rmq') {
@@ -140,9 +139,8 @@ export class ClientProxyPublisher implements OutboxPublisher {
     return MESSAGING_SYSTEMS[this.transport];
   }
 
-  async publish(message: OutboxMessage): Promise<void> {
-    const [outcome] = await this.publishBatch([message]);
-    if (outcome) throw outcome;
+  publish(message: OutboxMessage): Promise<void> {
+    return publishAsBatch(this, message);
   }
 
   /** Emits the whole batch at once (confirms arrive concurrently); on NATS, one flush for the batch. */
@@ -198,7 +196,7 @@ export class ClientProxyPublisher implements OutboxPublisher {
           timeout: this.options.confirmTimeoutMs ?? 10_000,
         } as ConstructorParameters<Microservices['RmqRecord']>[1]);
       case 'nats': {
-        const nats = loadNats();
+        const nats = requireOptionalPackage<NatsHeaders>('nats', 'ClientProxyPublisher on NATS');
         const headers = nats.headers();
         for (const [name, value] of Object.entries(m.headers)) headers.set(name, value);
         headers.set('Nats-Msg-Id', m.id);
@@ -278,12 +276,4 @@ function asError(e: unknown): Error {
     return new Error(`${(inner as Error).message}${where}`, { cause: inner });
   }
   return new Error(String(e));
-}
-
-function loadNats(): { headers(): { set(name: string, value: string): void } } {
-  try {
-    return require('nats');
-  } catch {
-    throw new Error(MISSING_PACKAGE('nats', 'ClientProxyPublisher on NATS'));
-  }
 }

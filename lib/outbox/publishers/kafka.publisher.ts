@@ -7,8 +7,9 @@ import {
   KAFKA_BATCH_IN_FLIGHT,
   KAFKA_OPTIONS_INVALID,
   KAFKA_PARTITIONS_UNACKNOWLEDGED,
-  MISSING_PACKAGE,
 } from '../outbox.messages';
+import { requireOptionalPackage } from './optional-package';
+import { publishAsBatch } from './publish-as-batch';
 
 /** The part of a kafkajs `Producer` this publisher uses. */
 export interface KafkaProducerLike {
@@ -72,14 +73,6 @@ type KafkaJs = {
   Partitioners: { DefaultPartitioner: unknown };
   logLevel: { WARN: number };
 };
-
-function loadKafkaJs(): KafkaJs {
-  try {
-    return require('kafkajs');
-  } catch {
-    throw new Error(MISSING_PACKAGE('kafkajs', 'KafkaPublisher'));
-  }
-}
 
 /**
  * A batch the publisher did not send because the previous one is still waiting for Kafka's
@@ -241,7 +234,7 @@ export class KafkaPublisher implements OutboxPublisher, OnApplicationShutdown {
     if (options.topic !== undefined && typeof options.topic !== 'function' && !options.topic) {
       throw new TypeError(KAFKA_OPTIONS_INVALID('topic must be a non-empty string or a function'));
     }
-    const kafkajs = loadKafkaJs();
+    const kafkajs = requireOptionalPackage<KafkaJs>('kafkajs', 'KafkaPublisher');
     const kafka =
       options.kafka ??
       new kafkajs.Kafka({
@@ -270,9 +263,8 @@ export class KafkaPublisher implements OutboxPublisher, OnApplicationShutdown {
       });
   }
 
-  async publish(message: OutboxMessage): Promise<void> {
-    const [outcome] = await this.publishBatch([message]);
-    if (outcome) throw outcome;
+  publish(message: OutboxMessage): Promise<void> {
+    return publishAsBatch(this, message);
   }
 
   async publishBatch(

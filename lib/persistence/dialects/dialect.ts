@@ -92,7 +92,11 @@ export function quotedTables(ref: TableRef): QuotedTables {
 export type DialectFacets = Omit<Dialect, 'name' | 'singleWriter' | 'nonBlockingReads' | 'tables'>;
 
 /** What makes one database family: its traits, its quoting rule, and its facets. */
-export interface DialectFamily extends Pick<Dialect, 'name' | 'singleWriter' | 'nonBlockingReads'> {
+export interface DialectFamily extends Pick<Dialect, 'name'> {
+  /** One writer at a time (see Dialect.singleWriter); false when left out (server databases). */
+  singleWriter?: boolean;
+  /** Reads never wait on writes (see Dialect.nonBlockingReads); true when left out (MVCC). */
+  nonBlockingReads?: boolean;
   quote(id: string): string;
   /** False where tables are named bare (SQLite has no schemas). */
   useSchema?: boolean;
@@ -103,6 +107,6 @@ export interface DialectFamily extends Pick<Dialect, 'name' | 'singleWriter' | '
 export function assembleDialect(naming: TableNaming, family: DialectFamily): Dialect {
   const ref = tableRefs(naming, family.quote, family.useSchema ?? true);
   const tables = quotedTables(ref);
-  const { name, singleWriter, nonBlockingReads } = family;
+  const { name, singleWriter = false, nonBlockingReads = true } = family;
   return { name, singleWriter, nonBlockingReads, tables, ...family.facets(tables, ref) };
 }

@@ -87,6 +87,8 @@ const UNAVAILABLE_PG_SQLSTATES = new Set([
   '40P01',
   '55P03',
 ]);
+/** PostgreSQL: administrator and crash shutdown (the connection ended under the statement). */
+const CONNECTION_LOST_PG_SQLSTATES = new Set(['57P01', '57P02']);
 /** mysql2: 2006 server gone, 2013 connection lost during a query. */
 const CONNECTION_LOST_MYSQL_ERRNOS = new Set([2006, 2013]);
 const UNAVAILABLE_MYSQL_ERRNOS = new Set([1040, 1205, 1213, 2002, 2006, 2013]);
@@ -114,49 +116,26 @@ export function isConnectionLostDriverError(e: any): boolean {
   if (typeof code === 'string') {
     if (CONNECTION_LOST_CODES.has(code)) return true;
     if (code === 'EINVALIDSTATE') return TEDIOUS_ENDED.test(String(e.message));
-    // SQLSTATE class 08 (connection exception), 57P01 / 57P02 (administrator / crash shutdown).
-    if (
-      /^[0-9A-Z]{5}$/.test(code) &&
-      (code.startsWith('08') || code === '57P01' || code === '57P02')
-    ) {
-      return true;
-    }
+    if (isConnectionSqlState(code, CONNECTION_LOST_PG_SQLSTATES)) return true;
   }
-  if (
-    typeof e.errno === 'number' &&
-    typeof e.sqlState === 'string' &&
-    CONNECTION_LOST_MYSQL_ERRNOS.has(e.errno)
-  ) {
-    return true;
-  }
-  const message = typeof e.message === 'string' ? e.message : '';
+  if (hasMysqlErrno(e, CONNECTION_LOST_MYSQL_ERRNOS)) return true;
+  const message = messageOf(e);
   return CONNECTION_LOST_MESSAGES.some((re) => re.test(message));
 }
 
 export function isUnavailableDriverError(e: any): boolean {
-  if (e instanceof QueryRunnerAlreadyReleasedError) return true;
+  // A lost connection is unavailable too (each of its tests is narrower than one below).
+  if (isConnectionLostDriverError(e)) return true;
   const code = e.code;
   if (typeof code === 'string') {
-    if (SOCKET_CODES.has(code)) return true;
-    if (code === 'EINVALIDSTATE') return TEDIOUS_ENDED.test(String(e.message));
-    if (code.startsWith('SQLITE_BUSY')) return true;
-    // SQLSTATE (PostgreSQL; mysql2 puts it in sqlState): class 08 is "connection exception".
-    if (
-      /^[0-9A-Z]{5}$/.test(code) &&
-      (code.startsWith('08') || UNAVAILABLE_PG_SQLSTATES.has(code))
-    ) {
-      return true;
-    }
+    // Only in tedious' ended state, which the connection-lost test has answered.
+    if (code === 'EINVALIDSTATE') return false;
+    if (SOCKET_CODES.has(code) || code.startsWith('SQLITE_BUSY')) return true;
+    if (isConnectionSqlState(code, UNAVAILABLE_PG_SQLSTATES)) return true;
   }
-  if (
-    typeof e.errno === 'number' &&
-    typeof e.sqlState === 'string' &&
-    UNAVAILABLE_MYSQL_ERRNOS.has(e.errno)
-  ) {
-    return true;
-  }
+  if (hasMysqlErrno(e, UNAVAILABLE_MYSQL_ERRNOS)) return true;
   if (typeof e.number === 'number' && UNAVAILABLE_MSSQL_NUMBERS.has(e.number)) return true;
-  const message = typeof e.message === 'string' ? e.message : '';
+  const message = messageOf(e);
   return PG_MESSAGES.some((re) => re.test(message)) || SOCKET_LOST_TEXT.test(message);
 }
 
@@ -192,22 +171,34 @@ export function isMisconfiguredDriverError(e: any): boolean {
   if (typeof code === 'string') {
     if (MISCONFIGURED_PG_SQLSTATES.has(code) || MISCONFIGURED_MYSQL_CODES.has(code)) return true;
     if (code.startsWith('SQLITE_ERROR')) {
-      const message = typeof e.message === 'string' ? e.message : '';
+      const message = messageOf(e);
       return MISCONFIGURED_SQLITE_MESSAGES.some((re) => re.test(message));
     }
   }
-  if (
-    typeof e.errno === 'number' &&
-    typeof e.sqlState === 'string' &&
-    MISCONFIGURED_MYSQL_ERRNOS.has(e.errno)
-  ) {
-    return true;
-  }
+  if (hasMysqlErrno(e, MISCONFIGURED_MYSQL_ERRNOS)) return true;
   if (typeof e.number !== 'number') return false;
   if (MISCONFIGURED_MSSQL_NUMBERS.has(e.number)) return true;
-  const message = typeof e.message === 'string' ? e.message : '';
+  const message = messageOf(e);
   return (
     e.number === BABELFISH_UNMAPPED_ERROR &&
     BABELFISH_MISCONFIGURED_MESSAGES.some((re) => re.test(message))
   );
+}
+
+/**
+ * A SQLSTATE (PostgreSQL's `code`; five characters) of class 08, "connection exception", or one
+ * of `others`.
+ */
+function isConnectionSqlState(code: string, others: ReadonlySet<string>): boolean {
+  return /^[0-9A-Z]{5}$/.test(code) && (code.startsWith('08') || others.has(code));
+}
+
+/** A mysql2 server error (an `errno` with its `sqlState`) whose errno is one of `errnos`. */
+function hasMysqlErrno(e: any, errnos: ReadonlySet<number>): boolean {
+  return typeof e.errno === 'number' && typeof e.sqlState === 'string' && errnos.has(e.errno);
+}
+
+/** The error's message, or '' when it has none. */
+function messageOf(e: any): string {
+  return typeof e.message === 'string' ? e.message : '';
 }

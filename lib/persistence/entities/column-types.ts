@@ -111,3 +111,21 @@ export function identityKeyName(db: DialectName, table: string): string | undefi
   if (db === 'postgres') return `${table}_pkey`;
   return db === 'mssql' ? constraintName(db, 'pk')(table) : undefined;
 }
+
+/**
+ * The primary key's name, as a column option, of a table whose migration names it (PostgreSQL,
+ * SQL Server: `pk_<table>` / `PK_<table>`); none on SQLite and MySQL, where it has no name.
+ */
+export function namedPrimaryKey(
+  db: DialectName,
+  table: string,
+): { primaryKeyConstraintName?: string } {
+  return db === 'postgres' || db === 'mssql'
+    ? { primaryKeyConstraintName: constraintName(db, 'pk')(table) }
+    : {};
+}
+
+/** An entity's table and schema: SQLite has no schemas, its tables are named bare. */
+export function entityTable(db: DialectName, table: string, schema?: string) {
+  return { tableName: table, schema: db === 'sqlite' ? undefined : schema };
+}

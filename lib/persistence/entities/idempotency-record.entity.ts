@@ -1,6 +1,6 @@
 import { EntitySchema } from 'typeorm';
 import type { DialectName } from '../dialects';
-import { columnTypes, constraintName, identityKeyName } from './column-types';
+import { columnTypes, constraintName, entityTable, identityKeyName } from './column-types';
 
 /** A row of the idempotency ledger. */
 export interface IdempotencyRecord {
@@ -38,8 +38,7 @@ export function idempotencyRecordEntity(
   const scopeKey = { name: name('ux', 'scope_key'), columns: ['scope', 'idempotencyKey'] };
   return new EntitySchema<IdempotencyRecord>({
     name: 'IdempotencyRecord',
-    tableName: table,
-    schema: db === 'sqlite' ? undefined : schema,
+    ...entityTable(db, table, schema),
     columns: {
       id: t.id(pk),
       scope: t.key(450),

@@ -1,6 +1,6 @@
 import { EntitySchema } from 'typeorm';
 import type { DialectName, InboxRow } from '../dialects';
-import { columnTypes, constraintName } from './column-types';
+import { columnTypes, constraintName, entityTable, namedPrimaryKey } from './column-types';
 
 /** A row of the inbox: one message id as seen by one consumer (as the dialects read it). */
 export type InboxMessage = InboxRow;
@@ -18,13 +18,10 @@ export function inboxMessageEntity(
   schema?: string,
 ): EntitySchema<InboxMessage> {
   const t = columnTypes(db);
-  // PostgreSQL, SQL Server: the migration names the primary key (SQLite, MySQL: no name).
-  const pk = db === 'postgres' || db === 'mssql' ? constraintName(db, 'pk')(table) : undefined;
-  const primary = { primary: true, ...(pk ? { primaryKeyConstraintName: pk } : {}) };
+  const primary = { primary: true, ...namedPrimaryKey(db, table) };
   return new EntitySchema<InboxMessage>({
     name: 'InboxMessage',
-    tableName: table,
-    schema: db === 'sqlite' ? undefined : schema,
+    ...entityTable(db, table, schema),
     columns: {
       consumer: { ...t.key(200), ...primary },
       messageId: { ...t.key(255), name: 'message_id', ...primary },

@@ -1,6 +1,6 @@
 import { EntitySchema } from 'typeorm';
 import type { DialectName } from '../dialects';
-import { constraintName } from './column-types';
+import { entityTable, namedPrimaryKey } from './column-types';
 
 /** A key-lock slot of the outbox (see OutboxSql.lockKeySlots). */
 export interface OutboxKeyLock {
@@ -18,17 +18,14 @@ export function outboxKeyLockEntity(
   table: string,
   schema?: string,
 ): EntitySchema<OutboxKeyLock> {
-  // PostgreSQL, SQL Server: the migration names the primary key (SQLite, MySQL: no name).
-  const pk = db === 'postgres' || db === 'mssql' ? constraintName(db, 'pk')(table) : undefined;
   return new EntitySchema<OutboxKeyLock>({
     name: 'OutboxKeyLock',
-    tableName: table,
-    schema: db === 'sqlite' ? undefined : schema,
+    ...entityTable(db, table, schema),
     columns: {
       slot: {
         type: db === 'sqlite' ? 'integer' : 'int',
         primary: true,
-        ...(pk ? { primaryKeyConstraintName: pk } : {}),
+        ...namedPrimaryKey(db, table),
       },
       n: { type: 'bigint' },
     },

@@ -1,7 +1,7 @@
 import { EntitySchema } from 'typeorm';
 import type { EntitySchemaIndexOptions } from 'typeorm';
 import type { DialectName, OutboxRow } from '../dialects';
-import { columnTypes, constraintName, identityKeyName } from './column-types';
+import { columnTypes, constraintName, entityTable, identityKeyName } from './column-types';
 
 /**
  * A row of the outbox: one message, from the business transaction that wrote it to its publication
@@ -59,8 +59,7 @@ export function outboxRecordEntity(
   const pk = identityKeyName(db, table);
   return new EntitySchema<OutboxRecord>({
     name: 'OutboxRecord',
-    tableName: table,
-    schema: db === 'sqlite' ? undefined : schema,
+    ...entityTable(db, table, schema),
     columns: {
       seq: t.id(pk),
       id: t.key(128, { ascii: true }),

@@ -1,6 +1,6 @@
 import type { ConsoleSql } from '../contracts/console.contract';
 import type { QuotedTables } from '../dialect';
-import { consoleReads, INBOX_COLUMNS } from '../portable/console.sql';
+import { consoleReads, INBOX_COLUMNS, inboxListWhere } from '../portable/console.sql';
 import { Binder } from '../portable/sql-style';
 import { mapInboxRow } from '../row-mappers';
 import { compact, MSSQL_STYLE } from './mssql.helpers';
@@ -34,13 +34,11 @@ export function mssqlConsoleSql(t: QuotedTables): ConsoleSql {
   return {
     async inboxList(exec, p) {
       const b = new Binder(MSSQL_STYLE);
-      const where: string[] = [];
-      if (p.consumer !== undefined) where.push(`consumer = ${b.add(p.consumer)}`);
-      if (p.status !== undefined) where.push(`status = ${b.add(p.status)}`);
+      const where = inboxListWhere(p, b);
       const { rows } = await exec(
         compact(
           `SELECT TOP (${Math.max(1, Math.floor(p.limit))}) ${INBOX_COLUMNS} FROM ${t.inbox}
-            ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+            ${where}
             ORDER BY received_at DESC`,
         ),
         b.values,

@@ -15,7 +15,6 @@ export function createMssqlDialect(naming: TableNaming): Dialect {
   return assembleDialect(naming, {
     name: 'mssql',
     quote: quoteMssql,
-    singleWriter: false,
     nonBlockingReads: false,
     facets: (tables, ref) => ({
       idempotency: mssqlIdempotencySql(tables),

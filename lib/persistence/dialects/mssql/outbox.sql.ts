@@ -1,22 +1,17 @@
 import { fillKeyLockSlots } from '../portable/key-lock-slots.sql';
 import type { OutboxSql } from '../contracts/outbox.contract';
 import type { QuotedTables } from '../dialect';
+import type { SqlExecutor } from '../../sql-executor';
 import {
   deadFilterWhere,
   type DeadFilterSpelling,
   delayOf,
   orderedClause,
+  outboxCounts,
   routeClause,
 } from '../portable/outbox.sql';
 import { Binder, chunks, marks as placeholders, sumPerChunk } from '../portable/sql-style';
-import {
-  bySeq,
-  mapOutboxRow,
-  num,
-  OUTBOX_COLUMNS,
-  pendingPerRoute,
-  statusCounts,
-} from '../row-mappers';
+import { bySeq, mapOutboxRow, OUTBOX_COLUMNS } from '../row-mappers';
 import { dateAddMs, MSSQL_STYLE, rowcount } from './mssql.helpers';
 
 /**
@@ -54,6 +49,18 @@ export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
       next_attempt_at DATETIME2(3) NULL, last_error NVARCHAR(2000) NULL, lease_owner VARCHAR(128) NULL,
       locked_until DATETIME2(3) NULL, created_at DATETIME2(3) NOT NULL, sent_at DATETIME2(3) NULL,
       failures NVARCHAR(MAX) NULL, failed_at DATETIME2(3) NULL, route VARCHAR(64) NULL)`;
+  // One statement per chunk of up to 1,000 values (after the `fixed` parameters), each ending in
+  // SELECT @@ROWCOUNT: the rows they changed, summed.
+  const rowsPerChunk = (
+    exec: SqlExecutor,
+    values: readonly string[],
+    fixed: unknown[],
+    statement: (inList: string) => string,
+  ) =>
+    sumPerChunk(values, 1000, async (part) => {
+      const { rows } = await exec(statement(marks(fixed.length, part.length)), [...fixed, ...part]);
+      return rowcount(rows);
+    });
   const inserted = OUTBOX_COLUMNS.split(', ')
     .map((c) => `inserted.${c}`)
     .join(', ');
@@ -111,14 +118,10 @@ export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
       return rows.map(mapOutboxRow).sort(bySeq);
     },
     markSent(exec, seqs, owner) {
-      return sumPerChunk(seqs, 1000, async (part) => {
-        const { rows } = await exec(
-          `UPDATE ${T} SET attempts = attempts + 1, status = 'sent', sent_at = SYSUTCDATETIME(), locked_until = NULL
-            WHERE seq IN (${marks(1, part.length)}) AND lease_owner = @0 AND status = 'pending';
-           SELECT @@ROWCOUNT AS n;`,
-          [owner, ...part],
-        );
-        return rowcount(rows);
+      return rowsPerChunk(exec, seqs, [owner], (inList) => {
+        return `UPDATE ${T} SET attempts = attempts + 1, status = 'sent', sent_at = SYSUTCDATETIME(), locked_until = NULL
+            WHERE seq IN (${inList}) AND lease_owner = @0 AND status = 'pending';
+           SELECT @@ROWCOUNT AS n;`;
       });
     },
     async markFailed(exec, p) {
@@ -137,15 +140,10 @@ export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
     release(exec, seqs, owner, error) {
       // The error (when given) is @1, the sequences follow: at most 1,002 parameters a statement.
       const withError = error !== undefined;
-      const from = withError ? 2 : 1;
-      return sumPerChunk(seqs, 1000, async (part) => {
-        const { rows } = await exec(
-          `UPDATE ${T} SET lease_owner = NULL, locked_until = NULL${withError ? ', last_error = @1' : ''}
-            WHERE seq IN (${marks(from, part.length)}) AND lease_owner = @0 AND status = 'pending';
-           SELECT @@ROWCOUNT AS n;`,
-          withError ? [owner, error, ...part] : [owner, ...part],
-        );
-        return rowcount(rows);
+      return rowsPerChunk(exec, seqs, withError ? [owner, error] : [owner], (inList) => {
+        return `UPDATE ${T} SET lease_owner = NULL, locked_until = NULL${withError ? ', last_error = @1' : ''}
+            WHERE seq IN (${inList}) AND lease_owner = @0 AND status = 'pending';
+           SELECT @@ROWCOUNT AS n;`;
       });
     },
     async list(exec, p) {
@@ -178,44 +176,21 @@ export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
       return out.sort(bySeq);
     },
     requeue(exec, ids) {
-      return sumPerChunk(ids, 1000, async (part) => {
-        const { rows } = await exec(
-          `UPDATE ${T}
+      return rowsPerChunk(exec, ids, [], (inList) => {
+        return `UPDATE ${T}
               SET status = 'pending', attempts = 0, next_attempt_at = SYSUTCDATETIME(), lease_owner = NULL,
                   locked_until = NULL, sent_at = NULL
-            WHERE id IN (${marks(0, part.length)}) AND status <> 'pending';
-           SELECT @@ROWCOUNT AS n;`,
-          [...part],
-        );
-        return rowcount(rows);
+            WHERE id IN (${inList}) AND status <> 'pending';
+           SELECT @@ROWCOUNT AS n;`;
       });
     },
     purgeDead(exec, ids) {
-      return sumPerChunk(ids, 1000, async (part) => {
-        const { rows } = await exec(
-          `DELETE FROM ${T} WHERE id IN (${marks(0, part.length)}) AND status = 'dead';
-           SELECT @@ROWCOUNT AS n;`,
-          [...part],
-        );
-        return rowcount(rows);
+      return rowsPerChunk(exec, ids, [], (inList) => {
+        return `DELETE FROM ${T} WHERE id IN (${inList}) AND status = 'dead';
+           SELECT @@ROWCOUNT AS n;`;
       });
     },
-    async pendingByRoute(exec) {
-      const { rows } = await exec(
-        `SELECT route, COUNT(*) AS n FROM ${T} WHERE status = 'pending' GROUP BY route`,
-      );
-      return pendingPerRoute(rows);
-    },
-    async countByStatus(exec) {
-      const { rows } = await exec(`SELECT status, COUNT_BIG(*) AS n FROM ${T} GROUP BY status`);
-      return statusCounts(rows);
-    },
-    async countDead(exec, filter) {
-      const b = new Binder(MSSQL_STYLE);
-      const where = deadFilterWhere(filter, b, DEAD_FILTER);
-      const { rows } = await exec(`SELECT COUNT_BIG(*) AS n FROM ${T} WHERE ${where}`, b.values);
-      return num(rows[0]?.n);
-    },
+    ...outboxCounts(T, MSSQL_STYLE, DEAD_FILTER, 'COUNT_BIG(*)'),
     async deadSeqs(exec, filter, afterSeq, limit) {
       const b = new Binder(MSSQL_STYLE);
       const where = deadFilterWhere(filter, b, DEAD_FILTER);
@@ -227,26 +202,18 @@ export function mssqlOutboxSql(t: QuotedTables): OutboxSql {
       return rows.map((r) => String(r.seq));
     },
     requeueDeadSeqs(exec, seqs) {
-      return sumPerChunk(seqs, 1000, async (part) => {
-        const { rows } = await exec(
-          `UPDATE ${T}
+      return rowsPerChunk(exec, seqs, [], (inList) => {
+        return `UPDATE ${T}
               SET status = 'pending', attempts = 0, next_attempt_at = SYSUTCDATETIME(), lease_owner = NULL,
                   locked_until = NULL, sent_at = NULL
-            WHERE seq IN (${marks(0, part.length)}) AND status = 'dead';
-           SELECT @@ROWCOUNT AS n;`,
-          [...part],
-        );
-        return rowcount(rows);
+            WHERE seq IN (${inList}) AND status = 'dead';
+           SELECT @@ROWCOUNT AS n;`;
       });
     },
     purgeDeadSeqs(exec, seqs) {
-      return sumPerChunk(seqs, 1000, async (part) => {
-        const { rows } = await exec(
-          `DELETE FROM ${T} WHERE seq IN (${marks(0, part.length)}) AND status = 'dead';
-           SELECT @@ROWCOUNT AS n;`,
-          [...part],
-        );
-        return rowcount(rows);
+      return rowsPerChunk(exec, seqs, [], (inList) => {
+        return `DELETE FROM ${T} WHERE seq IN (${inList}) AND status = 'dead';
+           SELECT @@ROWCOUNT AS n;`;
       });
     },
   };

@@ -15,8 +15,6 @@ export function createMysqlDialect(naming: TableNaming, isMariaDb: boolean): Dia
   return assembleDialect(naming, {
     name: 'mysql',
     quote: quoteMysql,
-    singleWriter: false,
-    nonBlockingReads: true,
     facets: (tables, ref) => ({
       idempotency: mysqlIdempotencySql(tables, isMariaDb),
       conditional: mysqlConditionalSql(),

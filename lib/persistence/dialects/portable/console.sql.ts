@@ -1,4 +1,4 @@
-import type { ConsoleSql, InboxStatusCount } from '../contracts/console.contract';
+import type { ConsoleSql, InboxListParams, InboxStatusCount } from '../contracts/console.contract';
 import type { QuotedTables } from '../dialect';
 import { dbTime, mapInboxRow, num, str } from '../row-mappers';
 import { Binder, type SqlStyle } from './sql-style';
@@ -27,6 +27,14 @@ export function recordTimes(r: any) {
     completedAt: dbTime(r.completed_at),
     expiresAt: dbTime(r.expires_at) ?? new Date(NaN),
   };
+}
+
+/** The inbox list's WHERE clause ('' when it is not filtered), its parameters added to `b`. */
+export function inboxListWhere(p: InboxListParams, b: Binder): string {
+  const where: string[] = [];
+  if (p.consumer !== undefined) where.push(`consumer = ${b.add(p.consumer)}`);
+  if (p.status !== undefined) where.push(`status = ${b.add(p.status)}`);
+  return where.length ? `WHERE ${where.join(' AND ')}` : '';
 }
 
 /** The console's statements whose rows every database returns alike. */
@@ -77,12 +85,10 @@ export function portableConsoleSql(
   return {
     async inboxList(exec, p) {
       const b = new Binder(style);
-      const where: string[] = [];
-      if (p.consumer !== undefined) where.push(`consumer = ${b.add(p.consumer)}`);
-      if (p.status !== undefined) where.push(`status = ${b.add(p.status)}`);
+      const where = inboxListWhere(p, b);
       const { rows } = await exec(
         `SELECT ${INBOX_COLUMNS} FROM ${t.inbox}
-          ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+          ${where}
           ORDER BY received_at DESC LIMIT ${Math.max(1, Math.floor(p.limit))}`,
         b.values,
       );

@@ -83,6 +83,36 @@ export interface PortableOutboxOptions {
 
 type PortableOutbox = Omit<OutboxSql, 'claim' | 'lockKeySlots' | 'fillKeyLockSlots'>;
 
+/**
+ * The outbox's counts, the same statements on every database but for the placeholders, the
+ * dead-letter filter's spelling and `count` (SQL Server counts statuses with COUNT_BIG(*)).
+ */
+export function outboxCounts(
+  T: string,
+  style: SqlStyle,
+  deadFilter: DeadFilterSpelling,
+  count = 'COUNT(*)',
+): Pick<OutboxSql, 'pendingByRoute' | 'countByStatus' | 'countDead'> {
+  return {
+    async pendingByRoute(exec) {
+      const { rows } = await exec(
+        `SELECT route, COUNT(*) AS n FROM ${T} WHERE status = 'pending' GROUP BY route`,
+      );
+      return pendingPerRoute(rows);
+    },
+    async countByStatus(exec) {
+      const { rows } = await exec(`SELECT status, ${count} AS n FROM ${T} GROUP BY status`);
+      return statusCounts(rows);
+    },
+    async countDead(exec, filter) {
+      const b = new Binder(style);
+      const where = deadFilterWhere(filter, b, deadFilter);
+      const { rows } = await exec(`SELECT ${count} AS n FROM ${T} WHERE ${where}`, b.values);
+      return num(rows[0]?.n);
+    },
+  };
+}
+
 /** A row's delay as bound: whole non-negative milliseconds. */
 export const delayOf = (r: OutboxInsert): number => Math.max(0, Math.floor(r.delayMs));
 
@@ -200,22 +230,7 @@ export function portableOutboxSql(T: string, o: PortableOutboxOptions): Portable
         return affected;
       });
     },
-    async pendingByRoute(exec) {
-      const { rows } = await exec(
-        `SELECT route, COUNT(*) AS n FROM ${T} WHERE status = 'pending' GROUP BY route`,
-      );
-      return pendingPerRoute(rows);
-    },
-    async countByStatus(exec) {
-      const { rows } = await exec(`SELECT status, COUNT(*) AS n FROM ${T} GROUP BY status`);
-      return statusCounts(rows);
-    },
-    async countDead(exec, filter) {
-      const b = new Binder(style);
-      const where = deadFilterWhere(filter, b, o.deadFilter);
-      const { rows } = await exec(`SELECT COUNT(*) AS n FROM ${T} WHERE ${where}`, b.values);
-      return num(rows[0]?.n);
-    },
+    ...outboxCounts(T, style, o.deadFilter),
     async deadSeqs(exec, filter, afterSeq, limit) {
       const b = new Binder(style);
       const where = deadFilterWhere(filter, b, o.deadFilter);

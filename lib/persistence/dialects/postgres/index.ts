@@ -15,8 +15,6 @@ export function createPostgresDialect(naming: TableNaming): Dialect {
   return assembleDialect(naming, {
     name: 'postgres',
     quote: quotePostgres,
-    singleWriter: false,
-    nonBlockingReads: true,
     facets: (tables, ref) => ({
       idempotency: postgresIdempotencySql(tables),
       conditional: postgresConditionalSql(),

@@ -17,7 +17,6 @@ export function createSqliteDialect(naming: TableNaming): Dialect {
     quote: quoteSqlite,
     useSchema: false,
     singleWriter: true,
-    nonBlockingReads: true,
     facets: (tables, ref) => ({
       idempotency: sqliteIdempotencySql(tables),
       conditional: sqliteConditionalSql(),
