@@ -40,7 +40,24 @@ export class KafkaTopicServer extends ServerKafka {
   }
 
   override async bindEvents(consumer: Consumer): Promise<void> {
+    await this.ensureTopic();
     await consumer.subscribe({ ...this.options.subscribe, topics: [this.topic] });
     await consumer.run({ ...this.options.run, eachMessage: this.getMessageHandler() });
+  }
+
+  /**
+   * Creates the topic when the cluster has not got it yet (a new cluster, a new BROKER_QUEUE), as
+   * the RabbitMQ transport asserts its queue: subscribing to a missing topic fails the boot with
+   * UNKNOWN_TOPIC_OR_PARTITION even where the brokers create topics on first use. The brokers'
+   * defaults for partitions and replication apply; an existing topic is left as it is.
+   */
+  private async ensureTopic(): Promise<void> {
+    const admin = this.client!.admin();
+    await admin.connect();
+    try {
+      await admin.createTopics({ topics: [{ topic: this.topic }], waitForLeaders: true });
+    } finally {
+      await admin.disconnect();
+    }
   }
 }
