@@ -50,11 +50,6 @@ export class MaintenanceStore {
     return this.db.dialect.health.outboxHealth(this.db.autocommit());
   }
 
-  /** Pending outbox messages per route (`default` for messages without one). */
-  outboxPendingByRoute(): Promise<Record<string, number>> {
-    return this.db.dialect.outbox.pendingByRoute(this.db.autocommit());
-  }
-
   /** An idempotency record by scope and key (admin inspection). */
   findIdempotencyRecord(scope: string, key: string): Promise<IdempotencyRow | undefined> {
     return this.db.dialect.idempotency.find(this.db.autocommit(), scope, key);

@@ -1,4 +1,5 @@
 import { Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { OutboxStore } from '../outbox/outbox.store';
 import { MaintenanceStore } from './maintenance.store';
 import type { OutboxBacklogSnapshot } from '../observability/metrics.service';
 import { MetricsService } from '../observability/metrics.service';
@@ -20,6 +21,7 @@ export class OutboxGaugesObserver implements OnModuleInit, OnModuleDestroy {
 
   constructor(
     private readonly store: MaintenanceStore,
+    private readonly outbox: OutboxStore,
     private readonly metrics: MetricsService,
   ) {}
 
@@ -35,7 +37,7 @@ export class OutboxGaugesObserver implements OnModuleInit, OnModuleDestroy {
   private snapshot(): Promise<OutboxBacklogSnapshot> {
     const now = Date.now();
     if (this.cached && now - this.cached.at < CACHE_MS) return this.cached.value;
-    const value = Promise.all([this.store.outboxHealth(), this.store.outboxPendingByRoute()]).then(
+    const value = Promise.all([this.store.outboxHealth(), this.outbox.pendingByRoute()]).then(
       ([r, pendingByPublisher]) => ({
         pending: r.pending,
         oldestPendingAgeMs: r.oldestPendingAgeMs,

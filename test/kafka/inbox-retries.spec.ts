@@ -8,12 +8,12 @@ import {
 } from '../support/databases';
 import { eventually } from '../support/eventually';
 import { type AppProcess, spawnSampleApp } from '../support/sample-app';
-import { BASE_ENV, faultDbUrl } from '../faults/support/fault-cluster';
 import {
   committedBy,
   createTopic,
   deleteTopic,
   recordsIn,
+  sampleAppKafkaEnv,
   uniqueName,
 } from './support/kafka-cluster';
 import { ledgerOf, payTwice } from './support/payments';
@@ -54,16 +54,10 @@ describe.each(kinds)('Kafka: failing ledger handler (%s)', (kind) => {
     topics.push(topic);
     // One partition: the records of all payments queue behind one another.
     await createTopic(topic, 1);
+    // The relay publishes at least once (sampleAppKafkaEnv): the record count below is about
+    // the consumer's retries only.
     app = await spawnSampleApp({
-      ...BASE_ENV,
-      DB_URL: faultDbUrl(db.url),
-      BROKER_URL: 'kafka://127.0.0.1:9092',
-      BROKER_QUEUE: topic,
-      // The relay's first publish (connect, producer id, metadata) on a loaded machine can
-      // outlast BASE_ENV's 1.5 s time-out: the batch is then published again (at least once),
-      // and the record count below is about the consumer's retries only.
-      OUTBOX_PUBLISH_TIMEOUT_MS: '10000',
-      OUTBOX_LEASE_MS: '30000',
+      ...sampleAppKafkaEnv(db.url, topic),
       INBOX_MAX_ATTEMPTS: '3',
       LEDGER_DEMO_FAIL_ATTEMPTS: String(failAttempts),
     });

@@ -2,8 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createTestDatabase, type TestDatabase } from '../support/databases';
 import { eventually } from '../support/eventually';
 import { type AppProcess, spawnSampleApp } from '../support/sample-app';
-import { BASE_ENV, faultDbUrl } from '../faults/support/fault-cluster';
-import { deleteTopic, kafka, uniqueName } from './support/kafka-cluster';
+import { deleteTopic, kafka, sampleAppKafkaEnv, uniqueName } from './support/kafka-cluster';
 import { ledgerOf, payTwice } from './support/payments';
 
 /**
@@ -31,15 +30,7 @@ describe('Kafka: the sample app on a new topic (postgres)', () => {
     await admin.connect();
     try {
       expect(await admin.listTopics()).not.toContain(topic);
-      app = await spawnSampleApp({
-        ...BASE_ENV,
-        DB_URL: faultDbUrl(db.url),
-        BROKER_URL: 'kafka://127.0.0.1:9092',
-        BROKER_QUEUE: topic,
-        // The relay's first publish (connect, producer id, metadata) can outlast BASE_ENV's time-out.
-        OUTBOX_PUBLISH_TIMEOUT_MS: '10000',
-        OUTBOX_LEASE_MS: '30000',
-      });
+      app = await spawnSampleApp(sampleAppKafkaEnv(db.url, topic));
       expect(await admin.listTopics()).toContain(topic);
     } finally {
       await admin.disconnect();

@@ -4,6 +4,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { faultPreload } from '../../support/fault-preload';
+import { BASE_ENV, faultDbUrl } from '../../faults/support/fault-cluster';
 
 /**
  * The 3-node Kafka cluster of the Kafka suite, started by .ci/kafka.sh (or by hand) with
@@ -26,6 +27,23 @@ export const kafka = new Kafka({
 });
 
 export const uniqueName = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;
+
+/**
+ * The sample app's environment on this cluster: the fault suites' base, the database at `dbUrl`,
+ * `BROKER_QUEUE` = `topic`. The relay's first publish (connect, producer id, metadata) on a loaded
+ * machine can outlast BASE_ENV's 1.5 s time-out, hence 10 s (and a lease above it); a batch that
+ * timed out is published again (at least once).
+ */
+export function sampleAppKafkaEnv(dbUrl: string, topic: string): Record<string, string> {
+  return {
+    ...BASE_ENV,
+    DB_URL: faultDbUrl(dbUrl),
+    BROKER_URL: 'kafka://127.0.0.1:9092',
+    BROKER_QUEUE: topic,
+    OUTBOX_PUBLISH_TIMEOUT_MS: '10000',
+    OUTBOX_LEASE_MS: '30000',
+  };
+}
 
 /** Creates a topic (replication factor 3, the cluster's default) and waits for its leaders. */
 export async function createTopic(topic: string, partitions: number): Promise<void> {
