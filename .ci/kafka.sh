@@ -5,7 +5,8 @@
 # skip where that script is absent. The suite SIGKILLs brokers, relays and consumers (see
 # test/kafka/*.spec.ts). First on PostgreSQL, then on SQL Server's dialect on a new Babelfish
 # cluster (as .ci/sqlserver.sh starts one), where the acceptance (a partition leader killed
-# mid-stream) and the process crashes run. The Kafka cluster is stopped and wiped at the end.
+# mid-stream) and the process crashes run. The Kafka cluster is stopped and wiped at the end when
+# this script started it; one already running on KAFKA_PORT (9092) is used and left running.
 # KAFKA_DIR picks another install of the scripts, BABELFISH_DIR another Babelfish.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,7 +34,11 @@ trap cleanup EXIT
 
 started=$(date +%s)
 log=$(mktemp "${TMPDIR:-/tmp}/eo-kafka-XXXXXX.log")
-kafka_up=1
+if port_open "${KAFKA_PORT:-9092}"; then
+  echo "kafka: a cluster already answers on port ${KAFKA_PORT:-9092}: using it, and leaving it running"
+else
+  kafka_up=1
+fi
 if ! brokers=$(KAFKA_NODES=3 bash "$kafka_dir/start.sh" 2>"$log"); then
   cat "$log" >&2
   echo "kafka: FAIL, the 3-node cluster did not start" >&2
@@ -82,7 +87,7 @@ else
   lines+=("kafka: SQL Server part SKIPPED, no $bbf/start.sh")
 fi
 
-KAFKA_NODES=3 bash "$kafka_dir/stop.sh" --wipe >/dev/null 2>&1 || true
+if [ "$kafka_up" = 1 ]; then KAFKA_NODES=3 bash "$kafka_dir/stop.sh" --wipe >/dev/null 2>&1 || true; fi
 kafka_up=0
 echo
 printf '%s\n' "${lines[@]}"
