@@ -23,5 +23,12 @@ export function graphqlModuleFor(platform: 'express' | 'fastify'): DynamicModule
     });
   }
   const { ApolloDriver } = require('@nestjs/apollo') as typeof import('@nestjs/apollo');
-  return GraphQLModule.forRoot({ driver: ApolloDriver, autoSchemaFile: true, playground: false });
+  return GraphQLModule.forRoot({
+    driver: ApolloDriver,
+    autoSchemaFile: true,
+    playground: false,
+    // Apollo puts the server's stack trace in every error's extensions unless NODE_ENV is
+    // production or test; a payments API never shows its insides to callers.
+    includeStacktraceInErrorResponses: false,
+  });
 }

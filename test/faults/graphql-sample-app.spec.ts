@@ -56,6 +56,8 @@ describe.each(databaseKinds())('createPayment over GraphQL, sample app on %s', (
         DB_URL: db.url,
         HTTP_PLATFORM: platform,
         GRAPHQL_ON_FASTIFY: 'true',
+        // Not Jest's 'test': Apollo hides stack traces by itself in test and production only.
+        NODE_ENV: 'development',
         ...(faults ? { EO_TEST_FAULTS: faults } : {}),
       });
       apps.push(app);
@@ -122,6 +124,8 @@ describe.each(databaseKinds())('createPayment over GraphQL, sample app on %s', (
         code: 'IDEMPOTENCY_KEY_REUSED',
         status: 422,
       });
+      // The sample app shows callers no stack trace (Apollo's default outside production would).
+      expect(reused.body.errors[0].extensions.stacktrace).toBeUndefined();
       expect(await payments(customerId)).toBe(1);
       const http = await fetch(`${url}/payments`, {
         method: 'POST',
