@@ -125,7 +125,7 @@ describe.each(databaseKinds())('createPayment over GraphQL, sample app on %s', (
         status: 422,
       });
       // The sample app shows callers no stack trace (Apollo's default outside production would).
-      expect(reused.body.errors[0].extensions.stacktrace).toBeUndefined();
+      expect(reused.body.errors![0].extensions.stacktrace).toBeUndefined();
       expect(await payments(customerId)).toBe(1);
       const http = await fetch(`${url}/payments`, {
         method: 'POST',
