@@ -1,17 +1,15 @@
 import type { INestApplication } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
+import { openDataSource, placeholder, type TestDatabase } from '../support/databases';
 import {
-  createTestDatabase,
-  databaseKinds,
-  openDataSource,
-  placeholder,
-  type TestDatabase,
-} from '../support/databases';
-import { baseUrl, type Platform, startSampleApp } from '../support/sample-app';
+  databasePlatformCases,
+  startAppOnDatabase,
+  stopAppOnDatabase,
+} from '../support/app-on-database';
+import { baseUrl, startSampleApp } from '../support/sample-app';
 
-const platforms: Platform[] = ['express', 'fastify'];
-const cases = databaseKinds().flatMap((db) => platforms.map((p) => [db, p] as const));
+const cases = databasePlatformCases();
 
 /** A strong, quoted ETag: digits for a counter, 16 hex digits for a SQL Server rowversion. */
 const STRONG_ETAG = /^"([0-9]{1,15}|[0-9a-f]{16})"$/;
@@ -23,17 +21,11 @@ describe.each(cases)('Conditional updates (ETag / If-Match) on %s / %s', (kind, 
   let ds: DataSource;
 
   beforeAll(async () => {
-    db = await createTestDatabase(kind);
-    app = await startSampleApp(db.url, platform);
-    url = await baseUrl(app);
+    ({ db, app, url } = await startAppOnDatabase(kind, (dbUrl) => startSampleApp(dbUrl, platform)));
     ds = await openDataSource(db.url);
   });
 
-  afterAll(async () => {
-    await ds?.destroy();
-    await app?.close();
-    await db?.drop();
-  });
+  afterAll(() => stopAppOnDatabase({ ds, app, db }));
 
   const newId = () => `c-${randomUUID()}`;
   const customer = (over: object = {}) => ({

@@ -2,18 +2,13 @@ import type { INestApplication } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { PROBLEM_TYPES } from '../../lib';
+import { openDataSource, type TestDatabase } from '../support/databases';
 import {
-  createTestDatabase,
-  databaseKinds,
-  openDataSource,
-  type TestDatabase,
-} from '../support/databases';
-import {
-  appSetupTimeoutMs,
-  baseUrl,
-  type Platform,
-  warmSampleAppPool,
-} from '../support/sample-app';
+  databasePlatformCases,
+  startAppOnDatabase,
+  stopAppOnDatabase,
+} from '../support/app-on-database';
+import { appSetupTimeoutMs, warmSampleAppPool } from '../support/sample-app';
 import {
   derivedKeys,
   handlerEvents,
@@ -30,8 +25,7 @@ import {
 import { plantExpiredRecord } from '../fixtures/gate/ledger';
 import { buildScope } from '../../lib/gate/request-scope';
 
-const platforms: Platform[] = ['express', 'fastify'];
-const cases = databaseKinds().flatMap((db) => platforms.map((p) => [db, p] as const));
+const cases = databasePlatformCases();
 
 /**
  * Endpoint options of @Idempotent() on a small fixture app (test/fixtures/gate), over every
@@ -46,9 +40,9 @@ describe.each(cases)('@Idempotent() endpoint options on %s / %s', (kind, platfor
   let ds: DataSource;
 
   beforeAll(async () => {
-    db = await createTestDatabase(kind);
-    app = await startGateFixture({ dbUrl: db.url, platform });
-    url = await baseUrl(app);
+    ({ db, app, url } = await startAppOnDatabase(kind, (dbUrl) =>
+      startGateFixture({ dbUrl, platform }),
+    ));
     ds = await openDataSource(db.url);
     // The lease renewals and the retries below must meet warm connections (Babelfish starts a
     // cold connection's first batch late), as in a running service. Leased: the claim, the
@@ -56,11 +50,7 @@ describe.each(cases)('@Idempotent() endpoint options on %s / %s', (kind, platfor
     await warmSampleAppPool(url, 10, { path: '/gate/wait-leased', delayHeader: 'x-delay-ms' });
   }, appSetupTimeoutMs(kind));
 
-  afterAll(async () => {
-    await ds?.destroy();
-    await app?.close();
-    await db?.drop();
-  }, appSetupTimeoutMs(kind));
+  afterAll(() => stopAppOnDatabase({ ds, app, db }), appSetupTimeoutMs(kind));
 
   const customer = (label: string) => `${label}-${randomUUID().slice(0, 8)}`;
   /** How long the first request runs while a duplicate waits out a 300 ms bound (Babelfish answers slowly under load). */

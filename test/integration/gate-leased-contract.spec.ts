@@ -2,24 +2,17 @@ import type { INestApplication } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { PROBLEM_TYPES } from '../../lib';
+import { openDataSource, type TestDatabase } from '../support/databases';
 import {
-  createTestDatabase,
-  databaseKinds,
-  openDataSource,
-  type TestDatabase,
-} from '../support/databases';
-import {
-  appSetupTimeoutMs,
-  baseUrl,
-  type Platform,
-  startSampleApp,
-  warmSampleAppPool,
-} from '../support/sample-app';
+  databasePlatformCases,
+  startAppOnDatabase,
+  stopAppOnDatabase,
+} from '../support/app-on-database';
+import { appSetupTimeoutMs, startSampleApp, warmSampleAppPool } from '../support/sample-app';
 import { ledgerRows, paymentCount, postJson, sleep } from '../fixtures/gate/http';
 import { paymentsFingerprint, paymentsScope, plantStartedRecord } from '../fixtures/gate/ledger';
 
-const platforms: Platform[] = ['express', 'fastify'];
-const cases = databaseKinds().flatMap((db) => platforms.map((p) => [db, p] as const));
+const cases = databasePlatformCases();
 const LEASE_MS = 8000;
 
 const body = (customerId: string, over: object = {}) => ({
@@ -42,23 +35,19 @@ describe.each(cases)('HTTP contract in leased mode on %s / %s', (kind, platform)
   let ds: DataSource;
 
   beforeAll(async () => {
-    db = await createTestDatabase(kind);
-    app = await startSampleApp(db.url, platform, {
-      IDEMPOTENCY_MODE: 'leased',
-      IDEMPOTENCY_LEASE_MS: String(LEASE_MS),
-    });
-    url = await baseUrl(app);
+    ({ db, app, url } = await startAppOnDatabase(kind, (dbUrl) =>
+      startSampleApp(dbUrl, platform, {
+        IDEMPOTENCY_MODE: 'leased',
+        IDEMPOTENCY_LEASE_MS: String(LEASE_MS),
+      }),
+    ));
     ds = await openDataSource(db.url);
     // A duplicate that met a cold connection would reach the key after the first request had
     // completed (the replay, not the 409).
     await warmSampleAppPool(url);
   }, appSetupTimeoutMs(kind));
 
-  afterAll(async () => {
-    await ds?.destroy();
-    await app?.close();
-    await db?.drop();
-  }, appSetupTimeoutMs(kind));
+  afterAll(() => stopAppOnDatabase({ ds, app, db }), appSetupTimeoutMs(kind));
 
   const post = (key: string | undefined, payload: unknown, headers: Record<string, string> = {}) =>
     postJson(`${url}/payments`, key, payload, headers);

@@ -3,21 +3,19 @@ import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { buildScope } from '../../lib/gate/request-scope';
 import { NO_FINGERPRINT } from '../../lib/gate/request-fingerprint';
-import {
-  createTestDatabase,
-  databaseKinds,
-  openDataSource,
-  type TestDatabase,
-} from '../support/databases';
+import { openDataSource, type TestDatabase } from '../support/databases';
 import { rawRequest, requestHead } from '../support/raw-http';
-import { baseUrl, type Platform } from '../support/sample-app';
+import {
+  databasePlatformCases,
+  startAppOnDatabase,
+  stopAppOnDatabase,
+} from '../support/app-on-database';
 import { startGateFixture } from '../fixtures/gate/gate-fixture.module';
 import { paymentCount } from '../fixtures/gate/http';
 import { plantCompletedRecord } from '../fixtures/gate/ledger';
 import { ReplayHeadersController } from '../fixtures/gate/replay-headers.controller';
 
-const platforms: Platform[] = ['express', 'fastify'];
-const cases = databaseKinds().flatMap((db) => platforms.map((p) => [db, p] as const));
+const cases = databasePlatformCases();
 
 /** Names of the headers the gate adds or the connection carries: not part of the stored answer. */
 const NOT_STORED = new Set([
@@ -41,21 +39,13 @@ describe.each(cases)('replayed header names on %s / %s', (kind, platform) => {
   let ds: DataSource;
 
   beforeAll(async () => {
-    db = await createTestDatabase(kind);
-    app = await startGateFixture({
-      dbUrl: db.url,
-      platform,
-      controllers: [ReplayHeadersController],
-    });
-    url = await baseUrl(app);
+    ({ db, app, url } = await startAppOnDatabase(kind, (dbUrl) =>
+      startGateFixture({ dbUrl, platform, controllers: [ReplayHeadersController] }),
+    ));
     ds = await openDataSource(db.url);
   });
 
-  afterAll(async () => {
-    await ds?.destroy();
-    await app?.close();
-    await db?.drop();
-  });
+  afterAll(() => stopAppOnDatabase({ ds, app, db }));
 
   const rawPost = (path: string, key: string | undefined, body: object) => {
     const bytes = Buffer.from(JSON.stringify(body));

@@ -2,20 +2,21 @@ import type { INestApplication } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { PROBLEM_TYPES } from '../../lib';
-import {
-  createTestDatabase,
-  databaseKinds,
-  openDataSource,
-  type TestDatabase,
-} from '../support/databases';
+import { openDataSource, type TestDatabase } from '../support/databases';
 import { rawRequest, requestHead } from '../support/raw-http';
-import { baseUrl, type Platform } from '../support/sample-app';
+import {
+  databasePlatformCases,
+  PLATFORMS,
+  startAppOnDatabase,
+  stopAppOnDatabase,
+} from '../support/app-on-database';
+import type { Platform } from '../support/sample-app';
 import { startGateFixture } from '../fixtures/gate/gate-fixture.module';
 import { ledgerRows, paymentCount, postJson } from '../fixtures/gate/http';
 import { UnstorableAnswersController } from '../fixtures/gate/unstorable-answers.controller';
 
-const platforms: Platform[] = ['express', 'fastify'];
-const cases = databaseKinds().flatMap((db) => platforms.map((p) => [db, p] as const));
+const platforms = PLATFORMS;
+const cases = databasePlatformCases();
 
 /** Every route of the fixture whose answer cannot be stored exactly, and on which platforms. */
 const UNSTORABLE: Array<[string, string, Platform[]]> = [
@@ -47,21 +48,13 @@ describe.each(cases)('answers the gate cannot store, on %s / %s', (kind, platfor
   let ds: DataSource;
 
   beforeAll(async () => {
-    db = await createTestDatabase(kind);
-    app = await startGateFixture({
-      dbUrl: db.url,
-      platform,
-      controllers: [UnstorableAnswersController],
-    });
-    url = await baseUrl(app);
+    ({ db, app, url } = await startAppOnDatabase(kind, (dbUrl) =>
+      startGateFixture({ dbUrl, platform, controllers: [UnstorableAnswersController] }),
+    ));
     ds = await openDataSource(db.url);
   });
 
-  afterAll(async () => {
-    await ds?.destroy();
-    await app?.close();
-    await db?.drop();
-  });
+  afterAll(() => stopAppOnDatabase({ ds, app, db }));
 
   const customer = (label: string) => `${label}-${randomUUID().slice(0, 8)}`;
 

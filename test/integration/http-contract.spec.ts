@@ -1,22 +1,15 @@
 import type { INestApplication } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
+import { openDataSource, type TestDatabase } from '../support/databases';
 import {
-  createTestDatabase,
-  databaseKinds,
-  openDataSource,
-  type TestDatabase,
-} from '../support/databases';
-import {
-  appSetupTimeoutMs,
-  baseUrl,
-  type Platform,
-  startSampleApp,
-  warmSampleAppPool,
-} from '../support/sample-app';
+  databasePlatformCases,
+  startAppOnDatabase,
+  stopAppOnDatabase,
+} from '../support/app-on-database';
+import { appSetupTimeoutMs, startSampleApp, warmSampleAppPool } from '../support/sample-app';
 
-const platforms: Platform[] = ['express', 'fastify'];
-const cases = databaseKinds().flatMap((db) => platforms.map((p) => [db, p] as const));
+const cases = databasePlatformCases();
 
 const body = (over: object = {}) => ({
   amount: 12.5,
@@ -32,19 +25,13 @@ describe.each(cases)('HTTP idempotency contract on %s / %s', (kind, platform) =>
   let ds: DataSource;
 
   beforeAll(async () => {
-    db = await createTestDatabase(kind);
-    app = await startSampleApp(db.url, platform);
-    url = await baseUrl(app);
+    ({ db, app, url } = await startAppOnDatabase(kind, (dbUrl) => startSampleApp(dbUrl, platform)));
     ds = await openDataSource(db.url);
     // The in-flight duplicate and the 50-request storm below meet warm connections, as in a running service.
     await warmSampleAppPool(url);
   }, appSetupTimeoutMs(kind));
 
-  afterAll(async () => {
-    await ds?.destroy();
-    await app?.close();
-    await db?.drop();
-  }, appSetupTimeoutMs(kind));
+  afterAll(() => stopAppOnDatabase({ ds, app, db }), appSetupTimeoutMs(kind));
 
   const post = (key: string | undefined, payload: unknown, headers: Record<string, string> = {}) =>
     fetch(`${url}/payments`, {

@@ -3,17 +3,15 @@ import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { deriveKey } from '../../lib/gate/idempotency-context';
 import { buildScope } from '../../lib/gate/request-scope';
+import { openDataSource, placeholder, type TestDatabase } from '../support/databases';
 import {
-  createTestDatabase,
-  databaseKinds,
-  openDataSource,
-  placeholder,
-  type TestDatabase,
-} from '../support/databases';
-import { baseUrl, type Platform, startSampleApp } from '../support/sample-app';
+  databasePlatformCases,
+  startAppOnDatabase,
+  stopAppOnDatabase,
+} from '../support/app-on-database';
+import { startSampleApp } from '../support/sample-app';
 
-const platforms: Platform[] = ['express', 'fastify'];
-const cases = databaseKinds().flatMap((db) => platforms.map((p) => [db, p] as const));
+const cases = databasePlatformCases();
 
 /**
  * The principal is who the caller is (the subject SampleAuthGuard put on the request), not the
@@ -27,17 +25,13 @@ describe.each(cases)('idempotency scope by subject on %s / %s', (kind, platform)
   let ds: DataSource;
 
   beforeAll(async () => {
-    db = await createTestDatabase(kind);
-    app = await startSampleApp(db.url, platform, { AUTH_TOKEN_SECRET: randomUUID() });
-    url = await baseUrl(app);
+    ({ db, app, url } = await startAppOnDatabase(kind, (dbUrl) =>
+      startSampleApp(dbUrl, platform, { AUTH_TOKEN_SECRET: randomUUID() }),
+    ));
     ds = await openDataSource(db.url);
   });
 
-  afterAll(async () => {
-    await ds?.destroy();
-    await app?.close();
-    await db?.drop();
-  });
+  afterAll(() => stopAppOnDatabase({ ds, app, db }));
 
   const tokenFor = async (subject: string): Promise<string> => {
     const r = await fetch(`${url}/auth/token`, {
