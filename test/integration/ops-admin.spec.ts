@@ -1,23 +1,10 @@
 import type { INestApplication } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { FunctionPublisher, IdempotencyAdminService, type OutboxMessage } from '../../lib';
-import { createTestDatabase, databaseKinds, type TestDatabase } from '../support/databases';
-import { clockFor, dataSourceOf, sqlFor, startOpsApp, urlOf } from '../support/ops-fixture';
-
-/** Polls `probe` until it returns a truthy value (or fails after `ms`). */
-async function eventually<T>(
-  probe: () => Promise<T | undefined | false>,
-  what: string,
-  ms = 20_000,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+import { startAppOnDatabase, stopAppOnDatabase } from '../support/app-on-database';
+import { databaseKinds, type TestDatabase } from '../support/databases';
+import { eventually } from '../support/eventually';
+import { clockFor, dataSourceOf, postThing, sqlFor, startOpsApp } from '../support/ops-fixture';
 
 describe.each(databaseKinds())('admin API on %s', (kind) => {
   let db: TestDatabase;
@@ -27,37 +14,29 @@ describe.each(databaseKinds())('admin API on %s', (kind) => {
   let failing = true;
 
   beforeAll(async () => {
-    db = await createTestDatabase(kind);
     const publisher = new FunctionPublisher((m) => {
       if (failing && String((m.payload as { name?: string }).name).startsWith('doomed')) {
         throw new Error('broker says no');
       }
       published.push(m);
     });
-    app = await startOpsApp(db.url, {
-      cleanup: { enabled: false },
-      outbox: {
-        publisher,
-        maxAttempts: 1,
-        pollIntervalMs: 50,
-        backoffBaseMs: 10,
-        backoffMaxMs: 100,
-      },
-    });
-    url = await urlOf(app);
+    ({ db, app, url } = await startAppOnDatabase(kind, (dbUrl) =>
+      startOpsApp(dbUrl, {
+        cleanup: { enabled: false },
+        outbox: {
+          publisher,
+          maxAttempts: 1,
+          pollIntervalMs: 50,
+          backoffBaseMs: 10,
+          backoffMaxMs: 100,
+        },
+      }),
+    ));
   });
 
-  afterAll(async () => {
-    await app?.close();
-    await db?.drop();
-  });
+  afterAll(() => stopAppOnDatabase({ app, db }));
 
-  const post = (key: string, body: object) =>
-    fetch(`${url}/things`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'idempotency-key': key },
-      body: JSON.stringify(body),
-    });
+  const post = (key: string, body: object) => postThing(url, key, body);
   const json = async (path: string, init?: RequestInit) => {
     const r = await fetch(`${url}${path}`, init);
     return {
@@ -75,10 +54,10 @@ describe.each(databaseKinds())('admin API on %s', (kind) => {
     expect(created.status).toBe(201);
     const { messageId } = (await created.json()) as { messageId: string };
 
-    const [dead] = await eventually(async () => {
+    const [dead] = await eventually('the message to become dead', async () => {
       const rows = await list(`status=dead&partitionKey=${encodeURIComponent(pk)}`);
       return rows.length ? rows : undefined;
-    }, 'the message to become dead');
+    });
     expect(dead).toMatchObject({
       id: messageId,
       type: 'thing.created',
@@ -99,14 +78,13 @@ describe.each(databaseKinds())('admin API on %s', (kind) => {
     // Attempts start again from 0; a sent message counts the attempt that succeeded.
     expect(requeued.body.attempts).toBe(requeued.body.status === 'sent' ? 1 : 0);
 
-    await eventually(
-      async () => published.some((m) => m.id === messageId),
-      'the re-queued message to be published',
+    await eventually('the re-queued message to be published', async () =>
+      published.some((m) => m.id === messageId),
     );
-    const [sent] = await eventually(async () => {
+    const [sent] = await eventually('the message to be marked sent', async () => {
       const rows = await list(`status=sent&partitionKey=${encodeURIComponent(pk)}`);
       return rows.length ? rows : undefined;
-    }, 'the message to be marked sent');
+    });
     expect(sent).toMatchObject({ id: messageId, status: 'sent', partitionKey: pk });
     expect(await list(`status=dead&partitionKey=${encodeURIComponent(pk)}`)).toEqual([]);
   });
@@ -116,8 +94,8 @@ describe.each(databaseKinds())('admin API on %s', (kind) => {
     const created = await post(randomUUID(), { name: 'fine', partitionKey: pk });
     const { messageId } = (await created.json()) as { messageId: string };
     await eventually(
-      async () => (await list(`status=sent&partitionKey=${encodeURIComponent(pk)}`)).length === 1,
       'sent',
+      async () => (await list(`status=sent&partitionKey=${encodeURIComponent(pk)}`)).length === 1,
     );
     const before = published.filter((m) => m.id === messageId).length;
     const r = await json(`/admin/outbox/${encodeURIComponent(messageId)}/requeue`, {
@@ -125,8 +103,8 @@ describe.each(databaseKinds())('admin API on %s', (kind) => {
     });
     expect(r.status).toBe(200);
     await eventually(
-      async () => published.filter((m) => m.id === messageId).length === before + 1,
       'a second publication',
+      async () => published.filter((m) => m.id === messageId).length === before + 1,
     );
     const byKey = await list(`partitionKey=${encodeURIComponent(pk)}`);
     expect(byKey.map((m) => m.id)).toEqual([messageId]);
@@ -141,8 +119,8 @@ describe.each(databaseKinds())('admin API on %s', (kind) => {
       ids.push(((await r.json()) as { messageId: string }).messageId);
     }
     await eventually(
-      async () => (await list(`status=dead&partitionKey=${encodeURIComponent(pk)}`)).length === 3,
       'three dead',
+      async () => (await list(`status=dead&partitionKey=${encodeURIComponent(pk)}`)).length === 3,
     );
 
     const one = await json(`/admin/outbox/${encodeURIComponent(ids[0])}`, { method: 'DELETE' });
@@ -154,9 +132,9 @@ describe.each(databaseKinds())('admin API on %s', (kind) => {
     const sentRes = await post(randomUUID(), { name: 'fine', partitionKey: sentPk });
     const sentId = ((await sentRes.json()) as { messageId: string }).messageId;
     await eventually(
+      'sent',
       async () =>
         (await list(`status=sent&partitionKey=${encodeURIComponent(sentPk)}`)).length === 1,
-      'sent',
     );
     const refused = await json(`/admin/outbox/${encodeURIComponent(sentId)}`, { method: 'DELETE' });
     expect(refused.status).toBe(409);
@@ -187,10 +165,10 @@ describe.each(databaseKinds())('admin API on %s', (kind) => {
     const b = await idsOf(pkB, 1);
     for (const pk of [pkA, pkB]) {
       await eventually(
+        'dead letters',
         async () =>
           (await list(`status=dead&partitionKey=${encodeURIComponent(pk)}`)).length ===
           (pk === pkA ? 3 : 1),
-        'dead letters',
       );
     }
     const dead = await json(`/admin/outbox/${a[0]}`);
@@ -210,8 +188,8 @@ describe.each(databaseKinds())('admin API on %s', (kind) => {
     expect(requeued.body.requeued).toBe(3);
     for (const id of a) {
       await eventually(
-        async () => (await json(`/admin/outbox/${id}`)).body.status === 'sent',
         'the re-queued message sent',
+        async () => (await json(`/admin/outbox/${id}`)).body.status === 'sent',
       );
     }
     // Attempts counted again from the requeue; the history stays.

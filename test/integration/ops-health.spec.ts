@@ -6,28 +6,11 @@ import {
   OutboxRelay,
   type OutboxHealthDetails,
 } from '../../lib';
-import {
-  createTestDatabase,
-  databaseKinds,
-  openDataSource,
-  type TestDatabase,
-} from '../support/databases';
-import { clockFor, dataSourceOf, sqlFor, startOpsApp, urlOf } from '../support/ops-fixture';
-import { baseUrl, startSampleApp, type Platform } from '../support/sample-app';
-
-async function eventually<T>(
-  probe: () => Promise<T | undefined | false>,
-  what: string,
-  ms = 20_000,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+import { databaseKinds, openDataSource, type TestDatabase } from '../support/databases';
+import { startAppOnDatabase, stopAppOnDatabase } from '../support/app-on-database';
+import { eventually } from '../support/eventually';
+import { clockFor, dataSourceOf, sqlFor, startOpsApp } from '../support/ops-fixture';
+import { startSampleApp, type Platform } from '../support/sample-app';
 
 describe.each(databaseKinds())('health indicator on %s', (kind) => {
   let db: TestDatabase;
@@ -39,23 +22,22 @@ describe.each(databaseKinds())('health indicator on %s', (kind) => {
   let release: () => void = () => undefined;
 
   beforeAll(async () => {
-    db = await createTestDatabase(kind);
     const publisher = new FunctionPublisher(async (m) => {
       if ((m.payload as { name?: string }).name === 'hang') await hold;
     });
-    app = await startOpsApp(db.url, {
-      cleanup: { enabled: false },
-      outbox: { publisher, pollIntervalMs: 50 },
-      health: { relayHeartbeatTimeoutMs: 5000, maxPendingAgeMs: 60_000 },
-    });
-    url = await urlOf(app);
+    ({ db, app, url } = await startAppOnDatabase(kind, (dbUrl) =>
+      startOpsApp(dbUrl, {
+        cleanup: { enabled: false },
+        outbox: { publisher, pollIntervalMs: 50 },
+        health: { relayHeartbeatTimeoutMs: 5000, maxPendingAgeMs: 60_000 },
+      }),
+    ));
     sql = sqlFor(kind, dataSourceOf(app));
   });
 
   afterAll(async () => {
     release();
-    await app?.close();
-    await db?.drop();
+    await stopAppOnDatabase({ app, db });
   });
 
   const check = async (thresholds = {}): Promise<OutboxHealthDetails> =>
@@ -112,18 +94,18 @@ describe.each(databaseKinds())('health indicator on %s', (kind) => {
       body: JSON.stringify({ name: 'hang' }),
     });
     expect(created.status).toBe(201);
-    const stale = await eventually(async () => {
+    const stale = await eventually('the relay to be reported stale', async () => {
       const h = await check({ relayHeartbeatTimeoutMs: 300 });
       return h.relay === 'stale' ? h : undefined;
-    }, 'the relay to be reported stale');
+    });
     expect(stale.status).toBe('down');
     expect(stale.reasons?.join(' ')).toMatch(/has not polled/);
     release();
     await eventually(
-      async () => (await check({ relayHeartbeatTimeoutMs: 300 })).relay === 'running',
       'the relay to poll again',
+      async () => (await check({ relayHeartbeatTimeoutMs: 300 })).relay === 'running',
     );
-    await eventually(async () => (await check()).pending === 0, 'the held message to be published');
+    await eventually('the held message to be published', async () => (await check()).pending === 0);
   });
 
   it('goes down when the relay stops, and up when it starts again', async () => {
@@ -133,9 +115,8 @@ describe.each(databaseKinds())('health indicator on %s', (kind) => {
     expect(down).toMatchObject({ status: 'down', relay: 'stopped' });
     relay.start();
     expect(
-      await eventually(
-        async () => ((await check()).status === 'up' ? check() : undefined),
-        'up again',
+      await eventually('up again', async () =>
+        (await check()).status === 'up' ? check() : undefined,
       ),
     ).toMatchObject({
       relay: 'running',
@@ -164,15 +145,12 @@ describe.each<Platform>(['express', 'fastify'])('sample app GET /health on %s', 
   let url: string;
 
   beforeAll(async () => {
-    db = await createTestDatabase('sqlite');
-    app = await startSampleApp(db.url, platform, { HEALTH_MAX_PENDING_AGE_MS: '60000' });
-    url = await baseUrl(app);
+    ({ db, app, url } = await startAppOnDatabase('sqlite', (dbUrl) =>
+      startSampleApp(dbUrl, platform, { HEALTH_MAX_PENDING_AGE_MS: '60000' }),
+    ));
   });
 
-  afterAll(async () => {
-    await app?.close();
-    await db?.drop();
-  });
+  afterAll(() => stopAppOnDatabase({ app, db }));
 
   it('answers 200 with the outbox details when healthy, 503 with the reasons when the backlog ages', async () => {
     const ok = await fetch(`${url}/health`);

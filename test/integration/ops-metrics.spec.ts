@@ -15,8 +15,10 @@ import {
   METER_NAME,
   METRIC_NAMES,
 } from '../../lib';
-import { createTestDatabase, databaseKinds, type TestDatabase } from '../support/databases';
-import { clockFor, dataSourceOf, sqlFor, startOpsApp, urlOf } from '../support/ops-fixture';
+import { startAppOnDatabase, stopAppOnDatabase } from '../support/app-on-database';
+import { databaseKinds, type TestDatabase } from '../support/databases';
+import { eventually } from '../support/eventually';
+import { clockFor, dataSourceOf, postThing, sqlFor, startOpsApp } from '../support/ops-fixture';
 
 // The SDK must be registered before the apps are created (instruments are made at construction).
 const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
@@ -54,14 +56,6 @@ function total(
   return sum;
 }
 
-async function eventually(probe: () => Promise<boolean>, what: string, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 afterAll(() => provider.shutdown());
 
 describe.each(databaseKinds())('metrics on %s', (kind) => {
@@ -71,7 +65,6 @@ describe.each(databaseKinds())('metrics on %s', (kind) => {
   const published = new Set<string>();
 
   beforeAll(async () => {
-    db = await createTestDatabase(kind);
     const unreachableTries = new Map<string, number>();
     const publisher = new FunctionPublisher((m) => {
       const name = (m.payload as { name?: string }).name;
@@ -86,27 +79,20 @@ describe.each(databaseKinds())('metrics on %s', (kind) => {
       }
       published.add(m.id);
     });
-    app = await startOpsApp(db.url, {
-      cleanup: { enabled: false },
-      outbox: { publisher, maxAttempts: 1, pollIntervalMs: 50 },
-      // The read-first policy (below) is about replays that reach the database: with the
-      // replay cache on, this process answers them from memory.
-      replayCache: false,
-    });
-    url = await urlOf(app);
+    ({ db, app, url } = await startAppOnDatabase(kind, (dbUrl) =>
+      startOpsApp(dbUrl, {
+        cleanup: { enabled: false },
+        outbox: { publisher, maxAttempts: 1, pollIntervalMs: 50 },
+        // The read-first policy (below) is about replays that reach the database: with the
+        // replay cache on, this process answers them from memory.
+        replayCache: false,
+      }),
+    ));
   });
 
-  afterAll(async () => {
-    await app?.close();
-    await db?.drop();
-  });
+  afterAll(() => stopAppOnDatabase({ app, db }));
 
-  const post = (key: string, body: object) =>
-    fetch(`${url}/things`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'idempotency-key': key },
-      body: JSON.stringify(body),
-    });
+  const post = (key: string, body: object) => postThing(url, key, body);
 
   it('emits every documented instrument with its unit as the gate, relay, inbox, gauges and cleanup work', async () => {
     const before = await collect();
@@ -134,18 +120,18 @@ describe.each(databaseKinds())('metrics on %s', (kind) => {
     // Relay: one published (with its lag), one failed and dead.
     const doomed = await post(randomUUID(), { name: 'doomed' });
     expect(doomed.status).toBe(201);
-    await eventually(async () => published.has(messageId), 'the message to be published');
+    await eventually('the message to be published', async () => published.has(messageId));
     await eventually(
+      'a dead letter',
       async () =>
         total(await collect(), METRIC_NAMES.outboxDead) > total(before, METRIC_NAMES.outboxDead),
-      'a dead letter',
     );
 
     // Relay: the broker unreachable twice, then the message goes through (not counted as failed).
     const unreachable = await post(randomUUID(), { name: 'unreachable' });
     expect(unreachable.status).toBe(201);
     const unreachableId = ((await unreachable.json()) as { messageId: string }).messageId;
-    await eventually(async () => published.has(unreachableId), 'the message after the outage');
+    await eventually('the message after the outage', async () => published.has(unreachableId));
 
     // Inbox: processed once, then a duplicate.
     const inbox = app.get(InboxService);

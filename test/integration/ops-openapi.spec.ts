@@ -8,9 +8,10 @@ import {
   type OpenAPIObject,
 } from '@nestjs/swagger';
 import { Idempotent } from '../../lib';
+import { startAppOnDatabase, stopAppOnDatabase } from '../support/app-on-database';
 import { createTestDatabase, type TestDatabase } from '../support/databases';
 import { startOpsApp } from '../support/ops-fixture';
-import { baseUrl, startSampleApp, type Platform } from '../support/sample-app';
+import { startSampleApp, type Platform } from '../support/sample-app';
 
 class OrderDto {
   @ApiProperty()
@@ -173,15 +174,12 @@ describe.each<Platform>(['express', 'fastify'])('sample app OpenAPI document on 
   let url: string;
 
   beforeAll(async () => {
-    db = await createTestDatabase('sqlite');
-    app = await startSampleApp(db.url, platform);
-    url = await baseUrl(app);
+    ({ db, app, url } = await startAppOnDatabase('sqlite', (dbUrl) =>
+      startSampleApp(dbUrl, platform),
+    ));
   });
 
-  afterAll(async () => {
-    await app?.close();
-    await db?.drop();
-  });
+  afterAll(() => stopAppOnDatabase({ app, db }));
 
   it('serves the document at /docs and /docs-json with POST /payments documented', async () => {
     for (const path of ['/docs', '/docs-json']) {

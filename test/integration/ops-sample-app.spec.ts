@@ -1,21 +1,9 @@
 import type { INestApplication } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { createTestDatabase, openDataSource, type TestDatabase } from '../support/databases';
-import { baseUrl, startSampleApp, type Platform } from '../support/sample-app';
-
-async function eventually<T>(
-  probe: () => Promise<T | undefined | false>,
-  what: string,
-  ms = 20_000,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+import { startAppOnDatabase, stopAppOnDatabase } from '../support/app-on-database';
+import { openDataSource, type TestDatabase } from '../support/databases';
+import { eventually } from '../support/eventually';
+import { startSampleApp, type Platform } from '../support/sample-app';
 
 const pay = (url: string, key: string, customerId: string) =>
   fetch(`${url}/payments`, {
@@ -38,24 +26,21 @@ describe.each<Platform>(['express', 'fastify'])(
     let url: string;
 
     beforeAll(async () => {
-      db = await createTestDatabase('sqlite');
-      app = await startSampleApp(db.url, platform);
-      url = await baseUrl(app);
+      ({ db, app, url } = await startAppOnDatabase('sqlite', (dbUrl) =>
+        startSampleApp(dbUrl, platform),
+      ));
     });
 
-    afterAll(async () => {
-      await app?.close();
-      await db?.drop();
-    });
+    afterAll(() => stopAppOnDatabase({ app, db }));
 
     it('lists outbox messages under /admin/outbox by status and partition key, and re-queues one', async () => {
       const created = await pay(url, randomUUID(), 'admin-1');
       expect(created.status).toBe(201);
       const payment = (await created.json()) as { id: string };
-      const [sent] = await eventually(async () => {
+      const [sent] = await eventually('payment.captured to be sent', async () => {
         const rows = await outbox(url, `status=sent&partitionKey=${payment.id}`);
         return rows.length ? rows : undefined;
-      }, 'payment.captured to be sent');
+      });
       expect(sent).toMatchObject({
         type: 'payment.captured',
         status: 'sent',
@@ -67,10 +52,10 @@ describe.each<Platform>(['express', 'fastify'])(
 
       const requeued = await fetch(`${url}/admin/outbox/${sent.id}/requeue`, { method: 'POST' });
       expect(requeued.status).toBe(200);
-      await eventually(async () => {
+      await eventually('the re-queued message to be sent again', async () => {
         const [row] = await outbox(url, `partitionKey=${payment.id}`);
         return row?.status === 'sent' && row.sentAt !== sent.sentAt;
-      }, 'the re-queued message to be sent again');
+      });
 
       const bad = await fetch(`${url}/admin/outbox?status=lost`);
       expect(bad.status).toBe(400);
@@ -80,8 +65,8 @@ describe.each<Platform>(['express', 'fastify'])(
     it('exposes the metrics at GET /metrics in the Prometheus text format', async () => {
       expect((await pay(url, randomUUID(), 'metrics-1')).status).toBe(201);
       await eventually(
-        async () => (await outbox(url, 'status=pending')).length === 0,
         'the outbox to drain',
+        async () => (await outbox(url, 'status=pending')).length === 0,
       );
       const r = await fetch(`${url}/metrics`);
       expect(r.status).toBe(200);
@@ -113,20 +98,17 @@ describe('sample app retention from the environment (seconds, to watch it work)'
   let url: string;
 
   beforeAll(async () => {
-    db = await createTestDatabase('sqlite');
-    app = await startSampleApp(db.url, 'express', {
-      IDEMPOTENCY_TTL_MS: '300',
-      OUTBOX_RETENTION_MS: '300',
-      INBOX_RETENTION_MS: '300',
-      CLEANUP_INTERVAL_MS: '100',
-    });
-    url = await baseUrl(app);
+    ({ db, app, url } = await startAppOnDatabase('sqlite', (dbUrl) =>
+      startSampleApp(dbUrl, 'express', {
+        IDEMPOTENCY_TTL_MS: '300',
+        OUTBOX_RETENTION_MS: '300',
+        INBOX_RETENTION_MS: '300',
+        CLEANUP_INTERVAL_MS: '100',
+      }),
+    ));
   });
 
-  afterAll(async () => {
-    await app?.close();
-    await db?.drop();
-  });
+  afterAll(() => stopAppOnDatabase({ app, db }));
 
   it('deletes the expired key, the sent message and the inbox record; the key then runs anew', async () => {
     const key = randomUUID();
@@ -137,18 +119,18 @@ describe('sample app retention from the environment (seconds, to watch it work)'
     expect((await fetch(`${url}${idempotency}`)).status).toBe(200);
 
     await eventually(
-      async () => (await fetch(`${url}${idempotency}`)).status === 404,
       'the expired key to be deleted',
+      async () => (await fetch(`${url}${idempotency}`)).status === 404,
     );
     await eventually(
-      async () => (await outbox(url, `partitionKey=${payment.id}`)).length === 0,
       'the sent message to be deleted',
+      async () => (await outbox(url, `partitionKey=${payment.id}`)).length === 0,
     );
     const ds = await openDataSource(db.url);
     try {
       await eventually(
-        async () => Number((await ds.query(`SELECT COUNT(*) AS n FROM inbox_messages`))[0].n) === 0,
         'inbox records to be deleted',
+        async () => Number((await ds.query(`SELECT COUNT(*) AS n FROM inbox_messages`))[0].n) === 0,
       );
     } finally {
       await ds.destroy();

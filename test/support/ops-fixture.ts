@@ -85,6 +85,15 @@ export async function startOpsApp(
   return app;
 }
 
+/** POSTs `body` as JSON to the ops app's guarded `/things` with the given Idempotency-Key. */
+export function postThing(url: string, key: string, body: object): Promise<Response> {
+  return fetch(`${url}/things`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': key },
+    body: JSON.stringify(body),
+  });
+}
+
 export async function urlOf(app: INestApplication): Promise<string> {
   return (await app.getUrl()).replace('[::1]', '127.0.0.1').replace('localhost', '127.0.0.1');
 }
