@@ -1,19 +1,13 @@
-import { Body, Controller, type INestApplication, Post } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
+import type { INestApplication } from '@nestjs/common';
 import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
 import { Args, Field, GraphQLModule, Mutation, ObjectType, Query, Resolver } from '@nestjs/graphql';
-import {
-  type ClientProxy,
-  ClientProxyFactory,
-  MessagePattern,
-  Payload,
-  Transport,
-} from '@nestjs/microservices';
+import type { ClientProxy } from '@nestjs/microservices';
 import { randomUUID } from 'node:crypto';
 import { lastValueFrom } from 'rxjs';
 import type { DataSource } from 'typeorm';
 import { Idempotent, type IdempotencyContextType } from '../../lib';
-import { EffectsWriter, InboxFixtureModule } from '../fixtures/inbox/inbox-fixture.module';
+import { EffectsWriter } from '../fixtures/inbox/inbox-fixture.module';
+import { startHybridApp } from '../fixtures/rpc/hybrid-app';
 import {
   createTestDatabase,
   databaseKinds,
@@ -21,29 +15,9 @@ import {
   placeholder,
   type TestDatabase,
 } from '../support/databases';
-import { freePort } from '../support/free-port';
 
 /** What the tenant resolver was told: the context type and what the request names. */
 const TOLD: Array<[IdempotencyContextType, unknown]> = [];
-
-@Controller('orders')
-class OrdersController {
-  constructor(private readonly effects: EffectsWriter) {}
-
-  @Post()
-  @Idempotent()
-  async http(@Body() body: { note: string }) {
-    await this.effects.record('http', '-', body.note);
-    return { via: 'http', id: randomUUID() };
-  }
-
-  @MessagePattern('hybrid.orders.create')
-  @Idempotent({ keyFrom: (data: { key: string }) => data.key })
-  async rpc(@Payload() data: { note: string; key: string }) {
-    await this.effects.record('rpc', '-', data.note);
-    return { via: 'rpc', id: randomUUID() };
-  }
-}
 
 @ObjectType()
 class PlacedOrder {
@@ -82,34 +56,20 @@ describe.each(databaseKinds())('hybrid app (HTTP + GraphQL + RPC), %s', (kind) =
 
   beforeAll(async () => {
     db = await createTestDatabase(kind);
-    const port = await freePort();
-    app = await NestFactory.create(
-      InboxFixtureModule.register({
-        dbUrl: db.url,
-        controllers: [OrdersController],
-        providers: [OrdersResolver],
-        imports: [
-          GraphQLModule.forRoot<ApolloDriverConfig>({ driver: ApolloDriver, autoSchemaFile: true }),
-        ],
-        idempotency: {
-          tenantResolver: (req: any, type: IdempotencyContextType) => {
-            TOLD.push([type, type === 'http' ? req.method : req.url]);
-            // The GraphQL request carries the HTTP request's headers.
-            return type === 'graphql' ? req.headers['x-tenant-id'] : 'acme';
-          },
+    ({ app, url, client } = await startHybridApp({
+      dbUrl: db.url,
+      providers: [OrdersResolver],
+      imports: [
+        GraphQLModule.forRoot<ApolloDriverConfig>({ driver: ApolloDriver, autoSchemaFile: true }),
+      ],
+      idempotency: {
+        tenantResolver: (req: any, type: IdempotencyContextType) => {
+          TOLD.push([type, type === 'http' ? req.method : req.url]);
+          // The GraphQL request carries the HTTP request's headers.
+          return type === 'graphql' ? req.headers['x-tenant-id'] : 'acme';
         },
-      }),
-      { logger: false },
-    );
-    app.connectMicroservice({ transport: Transport.TCP, options: { host: '127.0.0.1', port } });
-    await app.startAllMicroservices();
-    await app.listen(0, '127.0.0.1');
-    url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
-    client = ClientProxyFactory.create({
-      transport: Transport.TCP,
-      options: { host: '127.0.0.1', port },
-    });
-    await client.connect();
+      },
+    }));
     ds = await openDataSource(db.url);
   }, 300_000);
 
