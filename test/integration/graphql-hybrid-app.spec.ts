@@ -7,7 +7,7 @@ import { lastValueFrom } from 'rxjs';
 import type { DataSource } from 'typeorm';
 import { Idempotent, type IdempotencyContextType } from '../../lib';
 import { EffectsWriter } from '../fixtures/inbox/inbox-fixture.module';
-import { startHybridApp } from '../fixtures/rpc/hybrid-app';
+import { postOrder, startHybridApp } from '../fixtures/rpc/hybrid-app';
 import {
   createTestDatabase,
   databaseKinds,
@@ -91,15 +91,7 @@ describe.each(databaseKinds())('hybrid app (HTTP + GraphQL + RPC), %s', (kind) =
   it('one key over HTTP, GraphQL and RPC: three requests, each replayed in its own context', async () => {
     const key = randomUUID();
     const note = randomUUID();
-    const post = async () => {
-      const r = await fetch(`${url}/orders`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'idempotency-key': key },
-        body: JSON.stringify({ note }),
-      });
-      expect(r.status).toBe(201);
-      return { body: await r.json(), replayed: r.headers.get('idempotency-replayed') };
-    };
+    const post = () => postOrder(url, key, note);
     const mutate = async () => {
       const r = await fetch(`${url}/graphql`, {
         method: 'POST',

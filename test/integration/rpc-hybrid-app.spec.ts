@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { lastValueFrom } from 'rxjs';
 import type { DataSource } from 'typeorm';
 import type { IdempotencyContextType } from '../../lib';
-import { startHybridApp } from '../fixtures/rpc/hybrid-app';
+import { postOrder, startHybridApp } from '../fixtures/rpc/hybrid-app';
 import {
   createTestDatabase,
   databaseKinds,
@@ -56,15 +56,7 @@ describe.each(databaseKinds())('hybrid app (HTTP + RPC), %s', (kind) => {
   it('one key over HTTP and over RPC: two requests, each replayed in its own context', async () => {
     const key = randomUUID();
     const note = randomUUID();
-    const post = async () => {
-      const r = await fetch(`${url}/orders`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'idempotency-key': key },
-        body: JSON.stringify({ note }),
-      });
-      expect(r.status).toBe(201);
-      return { body: await r.json(), replayed: r.headers.get('idempotency-replayed') };
-    };
+    const post = () => postOrder(url, key, note);
     const send = () => lastValueFrom(client.send('hybrid.orders.create', { note, key }));
     const h1 = await post();
     const r1 = await send();
