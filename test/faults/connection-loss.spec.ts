@@ -1,5 +1,5 @@
 import type { INestApplication, INestApplicationContext } from '@nestjs/common';
-import { Controller, Get, Module } from '@nestjs/common';
+import { Controller, Get, Module, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { InjectDataSource, TypeOrmModule } from '@nestjs/typeorm';
 import { TransactionHost } from '@nestjs-cls/transactional';
@@ -23,6 +23,42 @@ import {
 import { baseUrl, startSampleApp } from '../support/sample-app';
 import { sleep } from './support/fault-client';
 import { describeEachDatabase } from './support/fault-cluster';
+
+/**
+ * The inbox fixture app as a consumer; maxAttempts 1: one counted failure would record the
+ * message as failed for good.
+ */
+async function startInboxConsumer(dbUrl: string): Promise<INestApplicationContext> {
+  const app = await NestFactory.createApplicationContext(
+    InboxFixtureModule.register({ dbUrl, inbox: { maxAttempts: 1 } }),
+    { logger: false },
+  );
+  await app.init();
+  return app;
+}
+
+/** An app of its own (no library module) on `dbUrl`, with the library's ProblemDetailsFilter. */
+async function startProbeApp(dbUrl: string, controller: Type): Promise<INestApplication> {
+  @Module({
+    imports: [TypeOrmModule.forRoot({ ...databaseOptionsFromUrl(dbUrl), logging: false } as any)],
+    controllers: [controller],
+  })
+  class ProbeModule {}
+  const app = await NestFactory.create(ProbeModule, { logger: false });
+  app.useGlobalFilters(new ProblemDetailsFilter());
+  await app.listen(0, '127.0.0.1');
+  return app;
+}
+
+/** The answer is 503 problem+json for an unavailable database, with Retry-After: 1. */
+async function expectUnavailableProblem(r: Response): Promise<void> {
+  expect(r.status).toBe(503);
+  expect(r.headers.get('content-type')).toContain('application/problem+json');
+  expect(r.headers.get('retry-after')).toBe('1');
+  const body = (await r.json()) as { status: number; type: string; detail: string };
+  expect(body).toMatchObject({ status: 503, type: PROBLEM_TYPES.unavailable });
+  expect(body.detail).toMatch(/database is unavailable/);
+}
 
 /**
  * The defects the database outage scenario (outages.spec.ts) found, pinned down one at a time
@@ -77,12 +113,7 @@ describeEachDatabase(
       let app: INestApplicationContext;
 
       beforeAll(async () => {
-        // maxAttempts 1: one counted failure would record the message as failed for good.
-        app = await NestFactory.createApplicationContext(
-          InboxFixtureModule.register({ dbUrl: db.url, inbox: { maxAttempts: 1 } }),
-          { logger: false },
-        );
-        await app.init();
+        app = await startInboxConsumer(db.url);
       });
 
       afterAll(async () => {
@@ -139,16 +170,7 @@ describeEachDatabase(
       let app: INestApplication;
 
       beforeAll(async () => {
-        @Module({
-          imports: [
-            TypeOrmModule.forRoot({ ...databaseOptionsFromUrl(db.url), logging: false } as any),
-          ],
-          controllers: [ProbeController],
-        })
-        class ProbeModule {}
-        app = await NestFactory.create(ProbeModule, { logger: false });
-        app.useGlobalFilters(new ProblemDetailsFilter());
-        await app.listen(0, '127.0.0.1');
+        app = await startProbeApp(db.url, ProbeController);
       });
 
       afterAll(async () => {
@@ -172,12 +194,7 @@ describeEachDatabase(
         await terminate(pid!);
         const r = await answer;
         // Before: 500 "An unexpected error occurred." for a retryable failure.
-        expect(r.status).toBe(503);
-        expect(r.headers.get('content-type')).toContain('application/problem+json');
-        expect(r.headers.get('retry-after')).toBe('1');
-        const body = (await r.json()) as { status: number; type: string; detail: string };
-        expect(body).toMatchObject({ status: 503, type: PROBLEM_TYPES.unavailable });
-        expect(body.detail).toMatch(/database is unavailable/);
+        await expectUnavailableProblem(r);
         // The app is served again. node-postgres hands the query its error (the server's FATAL
         // message) before the socket's end reaches the client, so the terminated connection can
         // go back to the pool as idle; a request that takes it before its end is read answers one
@@ -345,12 +362,7 @@ describeEachDatabase(
       let app: INestApplicationContext;
 
       beforeAll(async () => {
-        // maxAttempts 1: one counted failure would record the message as failed for good.
-        app = await NestFactory.createApplicationContext(
-          InboxFixtureModule.register({ dbUrl: db.url, inbox: { maxAttempts: 1 } }),
-          { logger: false },
-        );
-        await app.init();
+        app = await startInboxConsumer(db.url);
       });
 
       afterAll(async () => {
@@ -410,16 +422,7 @@ describeEachDatabase(
       let app: INestApplication;
 
       beforeAll(async () => {
-        @Module({
-          imports: [
-            TypeOrmModule.forRoot({ ...databaseOptionsFromUrl(db.url), logging: false } as any),
-          ],
-          controllers: [ProbeController],
-        })
-        class ProbeModule {}
-        app = await NestFactory.create(ProbeModule, { logger: false });
-        app.useGlobalFilters(new ProblemDetailsFilter());
-        await app.listen(0, '127.0.0.1');
+        app = await startProbeApp(db.url, ProbeController);
       });
 
       afterAll(async () => {
@@ -442,12 +445,7 @@ describeEachDatabase(
           await sleep(200); // past @@SPID, into the UPDATE that waits on the lock
           await kill(slowSession!);
           const r = await answer;
-          expect(r.status).toBe(503);
-          expect(r.headers.get('content-type')).toContain('application/problem+json');
-          expect(r.headers.get('retry-after')).toBe('1');
-          const body = (await r.json()) as { status: number; type: string; detail: string };
-          expect(body).toMatchObject({ status: 503, type: PROBLEM_TYPES.unavailable });
-          expect(body.detail).toMatch(/database is unavailable/);
+          await expectUnavailableProblem(r);
           await holder.rollbackTransaction();
           // The killed request's update never committed.
           expect(Number((await ds.query('SELECT n FROM probe_lock WHERE id = 1'))[0].n)).toBe(0);
