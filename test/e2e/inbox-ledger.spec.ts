@@ -12,9 +12,7 @@ import {
   type TestDatabase,
 } from '../support/databases';
 import { baseUrl, startSampleApp } from '../support/sample-app';
-
-const RABBIT_URL = process.env.RABBITMQ_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
-const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+import { NATS_URL, RABBIT_URL } from '../fixtures/outbox/rabbit-collector';
 
 type Broker = 'embedded' | 'rabbitmq' | 'nats';
 const brokers: Broker[] = ['embedded', 'rabbitmq', 'nats'];

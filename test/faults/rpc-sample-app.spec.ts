@@ -1,12 +1,4 @@
-import {
-  type ClientProxy,
-  ClientProxyFactory,
-  NatsRecordBuilder,
-  RmqRecordBuilder,
-  Transport,
-} from '@nestjs/microservices';
-import * as amqp from 'amqplib';
-import { headers as natsHeaders } from 'nats';
+import { type ClientProxy, ClientProxyFactory, Transport } from '@nestjs/microservices';
 import { randomUUID } from 'node:crypto';
 import { lastValueFrom, timeout } from 'rxjs';
 import type { DataSource } from 'typeorm';
@@ -19,6 +11,8 @@ import {
   type TestDatabase,
 } from '../support/databases';
 import { type AppProcess, spawnSampleApp } from '../support/sample-app';
+import { deleteQueue, NATS_URL, RABBIT_URL } from '../fixtures/outbox/rabbit-collector';
+import { keyedRecord } from '../fixtures/rpc/keyed-record';
 
 /**
  * The sample app's request pattern `payments.create` (BROKER_URL nats://… or amqp://…), guarded by
@@ -26,8 +20,6 @@ import { type AppProcess, spawnSampleApp } from '../support/sample-app';
  * duplicate gets the same reply; a process killed (SIGKILL) in the handler, before its
  * transaction commits, leaves the key free, and the retry on a new process makes ONE payment.
  */
-const RABBIT_URL = process.env.RABBITMQ_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
-const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
 const PATTERN = 'payments.create';
 
 type Broker = 'nats' | 'rabbitmq';
@@ -39,15 +31,6 @@ function clientOf(broker: Broker, queue: string): ClientProxy {
         transport: Transport.RMQ,
         options: { urls: [RABBIT_URL], queue, queueOptions: { durable: true } },
       });
-}
-
-function recordOf(broker: Broker, body: object, key: string): unknown {
-  if (broker === 'rabbitmq') {
-    return new RmqRecordBuilder(body).setOptions({ headers: { 'Idempotency-Key': key } }).build();
-  }
-  const h = natsHeaders();
-  h.set('Idempotency-Key', key);
-  return new NatsRecordBuilder(body).setHeaders(h).build();
 }
 
 describe.each(databaseKinds())('payments.create over a broker, sample app on %s', (kind) => {
@@ -95,16 +78,11 @@ describe.each(databaseKinds())('payments.create over a broker, sample app on %s'
     afterAll(async () => {
       await client?.close();
       for (const app of apps) await app.kill('SIGKILL');
-      if (broker === 'rabbitmq') {
-        const conn = await amqp.connect(RABBIT_URL);
-        const ch = await conn.createChannel();
-        await ch.deleteQueue(queue);
-        await conn.close();
-      }
+      if (broker === 'rabbitmq') await deleteQueue(queue);
     });
 
     const send = (body: object, key: string, ms = 15_000) =>
-      lastValueFrom(client.send(PATTERN, recordOf(broker, body, key)).pipe(timeout(ms)));
+      lastValueFrom(client.send(PATTERN, keyedRecord(broker, body, key)).pipe(timeout(ms)));
 
     /** Sends until answered, as a careful client does: back off on a retryable problem or a time-out. */
     const sendUntilAnswered = async (body: object, key: string): Promise<any> => {

@@ -25,6 +25,7 @@ import {
   RmqEffectConsumer,
 } from '../fixtures/inbox/effect-consumers';
 import { InboxFixtureModule } from '../fixtures/inbox/inbox-fixture.module';
+import { NATS_URL, RABBIT_URL } from '../fixtures/outbox/rabbit-collector';
 import {
   createTestDatabase,
   databaseKinds,
@@ -32,9 +33,6 @@ import {
   placeholder,
   type TestDatabase,
 } from '../support/databases';
-
-const RABBIT_URL = process.env.RABBITMQ_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
-const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
 
 async function waitFor<T>(
   probe: () => Promise<T | undefined | false>,

@@ -4,12 +4,9 @@ import {
   type ClientProxy,
   ClientProxyFactory,
   EventPattern,
-  NatsRecordBuilder,
-  RmqRecordBuilder,
   Transport,
 } from '@nestjs/microservices';
 import * as amqp from 'amqplib';
-import { headers as natsHeaders } from 'nats';
 import { randomUUID } from 'node:crypto';
 import { lastValueFrom } from 'rxjs';
 import type { DataSource } from 'typeorm';
@@ -29,9 +26,9 @@ import {
   type TestDatabase,
 } from '../support/databases';
 import { freePort } from '../support/free-port';
+import { NATS_URL, RABBIT_URL } from '../fixtures/outbox/rabbit-collector';
+import { keyedRecord } from '../fixtures/rpc/keyed-record';
 
-const RABBIT_URL = process.env.RABBITMQ_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
-const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
 const REDIS_URL = new URL(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
 
 type TransportName = 'nats' | 'rabbitmq' | 'tcp' | 'redis';
@@ -53,11 +50,7 @@ async function wireOf(transport: TransportName): Promise<Wire> {
       return {
         server: { transport: Transport.NATS, options },
         client: ClientProxyFactory.create({ transport: Transport.NATS, options }),
-        record: (cmd, key) => {
-          const h = natsHeaders();
-          if (key !== undefined) h.set('Idempotency-Key', key);
-          return new NatsRecordBuilder(cmd).setHeaders(h).build();
-        },
+        record: (cmd, key) => keyedRecord('nats', cmd, key),
       };
     }
     case 'rabbitmq': {
@@ -67,10 +60,7 @@ async function wireOf(transport: TransportName): Promise<Wire> {
         // noAck: false, as the sample app: Nest acknowledges no request itself; the gate must.
         server: { transport: Transport.RMQ, options: { ...options, noAck: false } },
         client: ClientProxyFactory.create({ transport: Transport.RMQ, options }),
-        record: (cmd, key) =>
-          new RmqRecordBuilder(cmd)
-            .setOptions({ headers: key === undefined ? {} : { 'Idempotency-Key': key } })
-            .build(),
+        record: (cmd, key) => keyedRecord('rabbitmq', cmd, key),
       };
     }
     case 'tcp': {
