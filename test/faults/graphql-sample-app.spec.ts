@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import {
-  createTestDatabase,
+  closeTestDatabase,
   databaseKinds,
-  openDataSource,
+  openTestDatabase,
   placeholder,
   type TestDatabase,
 } from '../support/databases';
@@ -33,14 +33,10 @@ describe.each(databaseKinds())('createPayment over GraphQL, sample app on %s', (
   let ds: DataSource;
 
   beforeAll(async () => {
-    db = await createTestDatabase(kind);
-    ds = await openDataSource(db.url);
+    ({ db, ds } = await openTestDatabase(kind));
   }, 300_000);
 
-  afterAll(async () => {
-    await ds?.destroy();
-    await db?.drop();
-  });
+  afterAll(() => closeTestDatabase({ ds, db }));
 
   const count = async (sql: string, value: string): Promise<number> =>
     (await ds.query(sql.replace('?', placeholder(kind, 0)), [value])).length;

@@ -4,9 +4,9 @@ import { lastValueFrom, timeout } from 'rxjs';
 import type { DataSource } from 'typeorm';
 import { PROBLEM_TYPES } from '../../lib/problem-details';
 import {
-  createTestDatabase,
+  closeTestDatabase,
   databaseKinds,
-  openDataSource,
+  openTestDatabase,
   placeholder,
   type TestDatabase,
 } from '../support/databases';
@@ -38,14 +38,10 @@ describe.each(databaseKinds())('payments.create over a broker, sample app on %s'
   let ds: DataSource;
 
   beforeAll(async () => {
-    db = await createTestDatabase(kind);
-    ds = await openDataSource(db.url);
+    ({ db, ds } = await openTestDatabase(kind));
   }, 300_000);
 
-  afterAll(async () => {
-    await ds?.destroy();
-    await db?.drop();
-  });
+  afterAll(() => closeTestDatabase({ ds, db }));
 
   const payments = async (customerId: string): Promise<number> =>
     (

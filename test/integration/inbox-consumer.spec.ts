@@ -27,9 +27,9 @@ import {
 import { InboxFixtureModule } from '../fixtures/inbox/inbox-fixture.module';
 import { NATS_URL, RABBIT_URL } from '../fixtures/outbox/rabbit-collector';
 import {
-  createTestDatabase,
+  closeTestDatabase,
   databaseKinds,
-  openDataSource,
+  openTestDatabase,
   placeholder,
   type TestDatabase,
 } from '../support/databases';
@@ -53,14 +53,10 @@ describe.each(databaseKinds())('@IdempotentConsumer on %s', (kind) => {
   let ds: DataSource;
 
   beforeAll(async () => {
-    db = await createTestDatabase(kind);
-    ds = await openDataSource(db.url);
+    ({ db, ds } = await openTestDatabase(kind));
   });
 
-  afterAll(async () => {
-    await ds?.destroy();
-    await db?.drop();
-  });
+  afterAll(() => closeTestDatabase({ ds, db }));
 
   beforeEach(() => DeliveryLog.reset());
 

@@ -19,9 +19,10 @@ import {
   type RpcPayCommand,
 } from '../fixtures/rpc/rpc-payments.controller';
 import {
+  closeTestDatabase,
   createTestDatabase,
   databaseKinds,
-  openDataSource,
+  openTestDatabase,
   placeholder,
   type TestDatabase,
 } from '../support/databases';
@@ -100,14 +101,10 @@ describe.each(databaseKinds())('@Idempotent() on @MessagePattern, %s', (kind) =>
   let ds: DataSource;
 
   beforeAll(async () => {
-    db = await createTestDatabase(kind);
-    ds = await openDataSource(db.url);
+    ({ db, ds } = await openTestDatabase(kind));
   }, 300_000);
 
-  afterAll(async () => {
-    await ds?.destroy();
-    await db?.drop();
-  });
+  afterAll(() => closeTestDatabase({ ds, db }));
 
   const effects = async (note: string): Promise<number> => {
     const rows = await ds.query(
@@ -327,14 +324,10 @@ describe.each(databaseKinds())('@Idempotent() on @MessagePattern with a key ring
   });
 
   beforeAll(async () => {
-    db = await createTestDatabase(kind);
-    ds = await openDataSource(db.url);
+    ({ db, ds } = await openTestDatabase(kind));
   }, 300_000);
 
-  afterAll(async () => {
-    await ds?.destroy();
-    await db?.drop();
-  });
+  afterAll(() => closeTestDatabase({ ds, db }));
 
   /** A TCP server guarding `pattern` under `encryption`, and a client; closed by `stop()`. */
   const serve = async (encryption: ReturnType<typeof ring>) => {

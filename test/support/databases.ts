@@ -186,6 +186,32 @@ export async function openDataSource(url: string): Promise<DataSource> {
   return ds;
 }
 
+/**
+ * A fresh database of `kind` and a DataSource on it for the test's own queries (a spec's
+ * `beforeAll`; `closeTestDatabase` in its `afterAll`). Should the DataSource fail to open, the
+ * database is dropped again.
+ */
+export async function openTestDatabase(
+  kind: TestDatabaseKind['name'],
+): Promise<{ db: TestDatabase; ds: DataSource }> {
+  const db = await createTestDatabase(kind);
+  try {
+    return { db, ds: await openDataSource(db.url) };
+  } catch (e) {
+    await db.drop();
+    throw e;
+  }
+}
+
+/** Destroys the DataSource and drops the database of `openTestDatabase`; either may be missing. */
+export async function closeTestDatabase(parts: {
+  ds?: DataSource;
+  db?: TestDatabase;
+}): Promise<void> {
+  await parts.ds?.destroy();
+  await parts.db?.drop();
+}
+
 /** Placeholder syntax of each database for raw assertions. */
 export const placeholder = (kind: TestDatabaseKind['name'], i: number) =>
   kind === 'postgres' ? `$${i + 1}` : kind === 'mssql' ? `@${i}` : '?';
