@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import {
-  createTestDatabase,
+  closeTestDatabase,
   databaseKinds,
-  openDataSource,
+  openTestDatabase,
   type TestDatabase,
 } from '../support/databases';
 import { eventually, sleep } from '../support/eventually';
@@ -20,7 +20,7 @@ import {
 } from './support/kafka-cluster';
 import {
   deadOutbox,
-  EVENTS_PER_PAYMENT,
+  everyPaymentLedgered,
   expectAppliedInOrder,
   ledgerOf,
   notificationsOf,
@@ -46,8 +46,7 @@ describe.each(kinds)('Kafka: brokers killed mid-stream (%s)', (kind) => {
   const topics: string[] = [];
 
   beforeAll(async () => {
-    db = await createTestDatabase(kind);
-    ds = await openDataSource(db.url);
+    ({ db, ds } = await openTestDatabase(kind));
   });
 
   afterEach(async () => {
@@ -58,9 +57,8 @@ describe.each(kinds)('Kafka: brokers killed mid-stream (%s)', (kind) => {
   });
 
   afterAll(async () => {
-    await ds?.destroy();
     for (const topic of topics) await deleteTopic(topic);
-    await db?.drop();
+    await closeTestDatabase({ ds, db });
   });
 
   const start = async (maxAttempts = '3') => {
@@ -91,17 +89,7 @@ describe.each(kinds)('Kafka: brokers killed mid-stream (%s)', (kind) => {
    */
   const exactlyOnce = async (url: string, payments: string[], customerId: string) => {
     expect(new Set(payments).size).toBe(payments.length);
-    await eventually(
-      `${EVENTS_PER_PAYMENT} ledger entries for each of the ${payments.length} payments`,
-      async () => {
-        for (const id of payments) {
-          if ((await ledgerOf(url, id)).length < EVENTS_PER_PAYMENT) return false;
-        }
-        return true;
-      },
-      60_000,
-      250,
-    );
+    await everyPaymentLedgered(url, payments);
     // Everything was published (acknowledged by the cluster), nothing given up.
     await eventually(
       'an empty outbox',

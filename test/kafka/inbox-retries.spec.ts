@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import {
-  createTestDatabase,
+  closeTestDatabase,
   databaseKinds,
-  openDataSource,
+  openTestDatabase,
   type TestDatabase,
 } from '../support/databases';
 import { eventually } from '../support/eventually';
@@ -34,8 +34,7 @@ describe.each(kinds)('Kafka: failing ledger handler (%s)', (kind) => {
   const topics: string[] = [];
 
   beforeAll(async () => {
-    db = await createTestDatabase(kind);
-    ds = await openDataSource(db.url);
+    ({ db, ds } = await openTestDatabase(kind));
   });
 
   afterEach(async () => {
@@ -44,9 +43,8 @@ describe.each(kinds)('Kafka: failing ledger handler (%s)', (kind) => {
   });
 
   afterAll(async () => {
-    await ds?.destroy();
     for (const topic of topics) await deleteTopic(topic);
-    await db?.drop();
+    await closeTestDatabase({ ds, db });
   });
 
   const run = async (failAttempts: number) => {

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import {
-  createTestDatabase,
+  closeTestDatabase,
   databaseKinds,
-  openDataSource,
+  openTestDatabase,
   type TestDatabase,
 } from '../support/databases';
 import { eventually } from '../support/eventually';
@@ -20,6 +20,7 @@ import {
 import {
   deadOutbox,
   EVENTS_PER_PAYMENT,
+  everyPaymentLedgered,
   expectAppliedInOrder,
   ledgerDuplicates,
   ledgerOf,
@@ -46,8 +47,7 @@ describe.each(kinds)('Kafka: relay and consumer SIGKILLed (%s)', (kind) => {
   const apps: Array<Pick<AppProcess, 'kill'>> = [];
 
   beforeAll(async () => {
-    db = await createTestDatabase(kind);
-    ds = await openDataSource(db.url);
+    ({ db, ds } = await openTestDatabase(kind));
   });
 
   // Each test's processes end with it (a relay left running would publish the next test's rows).
@@ -55,10 +55,7 @@ describe.each(kinds)('Kafka: relay and consumer SIGKILLed (%s)', (kind) => {
     await Promise.all(apps.splice(0).map((a) => a.kill('SIGKILL')));
   });
 
-  afterAll(async () => {
-    await ds?.destroy();
-    await db?.drop();
-  });
+  afterAll(() => closeTestDatabase({ ds, db }));
 
   const envOf = (topic: string, env: Record<string, string>) => ({
     ...BASE_ENV,
@@ -88,17 +85,7 @@ describe.each(kinds)('Kafka: relay and consumer SIGKILLed (%s)', (kind) => {
   const pending = (payments: string[]) => pendingOutbox(ds, { kind, ids: payments });
 
   const settled = async (url: string, payments: string[]) => {
-    await eventually(
-      `${EVENTS_PER_PAYMENT} ledger entries for each of the ${payments.length} payments`,
-      async () => {
-        for (const id of payments) {
-          if ((await ledgerOf(url, id)).length < EVENTS_PER_PAYMENT) return false;
-        }
-        return true;
-      },
-      60_000,
-      250,
-    );
+    await everyPaymentLedgered(url, payments);
     await eventually('an empty outbox', async () => (await pending(payments)) === 0, 30_000, 250);
     expect(await deadOutbox(ds)).toBe(0);
     for (const id of payments) expectAppliedInOrder(await ledgerOf(url, id), id);

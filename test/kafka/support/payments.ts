@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { placeholder, type TestDatabaseKind } from '../../support/databases';
+import { eventually } from '../../support/eventually';
 
 /** POST /payments with an idempotency key; resolves with the status and the body. */
 export async function pay(
@@ -146,4 +147,19 @@ export function expectAppliedInOrder(entries: any[], paymentId: string): void {
     ...REFUNDS.map((amount) => ({ entryType: 'refund', amount })),
   ].map((e, i) => ({ paymentId, position: i + 1, ...e }));
   expect(applied).toEqual(written);
+}
+
+/** Waits (60 s at most) until each of the payments has its {@link EVENTS_PER_PAYMENT} ledger entries. */
+export async function everyPaymentLedgered(url: string, payments: string[]): Promise<void> {
+  await eventually(
+    `${EVENTS_PER_PAYMENT} ledger entries for each of the ${payments.length} payments`,
+    async () => {
+      for (const id of payments) {
+        if ((await ledgerOf(url, id)).length < EVENTS_PER_PAYMENT) return false;
+      }
+      return true;
+    },
+    60_000,
+    250,
+  );
 }
