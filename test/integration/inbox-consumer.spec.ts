@@ -1,9 +1,10 @@
-import type { INestApplicationContext, INestMicroservice } from '@nestjs/common';
+import type { INestApplicationContext, INestMicroservice, Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { EventEmitter2, EventEmitterModule } from '@nestjs/event-emitter';
 import {
   type ClientProxy,
   ClientProxyFactory,
+  type MicroserviceOptions,
   NatsRecordBuilder,
   Transport,
 } from '@nestjs/microservices';
@@ -26,6 +27,7 @@ import {
 } from '../fixtures/inbox/effect-consumers';
 import { InboxFixtureModule } from '../fixtures/inbox/inbox-fixture.module';
 import { NATS_URL, RABBIT_URL } from '../fixtures/outbox/rabbit-collector';
+import { eventually } from '../support/eventually';
 import {
   closeTestDatabase,
   databaseKinds,
@@ -34,18 +36,18 @@ import {
   type TestDatabase,
 } from '../support/databases';
 
-async function waitFor<T>(
-  probe: () => Promise<T | undefined | false>,
-  what: string,
-  timeoutMs = 20_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+/** The inbox fixture app as a microservice: `controllers` consume over `transport`, with EffectHandler. */
+async function startConsumer(
+  dbUrl: string,
+  controllers: Type[],
+  transport: MicroserviceOptions,
+): Promise<INestMicroservice> {
+  const app = await NestFactory.createMicroservice(
+    InboxFixtureModule.register({ dbUrl, controllers, providers: [EffectHandler] }),
+    { ...transport, logger: false },
+  );
+  await app.listen();
+  return app;
 }
 
 describe.each(databaseKinds())('@IdempotentConsumer on %s', (kind) => {
@@ -77,25 +79,16 @@ describe.each(databaseKinds())('@IdempotentConsumer on %s', (kind) => {
     let ch: amqp.ConfirmChannel;
 
     beforeAll(async () => {
-      app = await NestFactory.createMicroservice(
-        InboxFixtureModule.register({
-          dbUrl: db.url,
-          controllers: [RmqEffectConsumer],
-          providers: [EffectHandler],
-        }),
-        {
-          transport: Transport.RMQ,
-          options: {
-            urls: [RABBIT_URL],
-            queue,
-            noAck: false,
-            prefetchCount: 1,
-            queueOptions: { durable: false },
-          },
-          logger: false,
+      app = await startConsumer(db.url, [RmqEffectConsumer], {
+        transport: Transport.RMQ,
+        options: {
+          urls: [RABBIT_URL],
+          queue,
+          noAck: false,
+          prefetchCount: 1,
+          queueOptions: { durable: false },
         },
-      );
-      await app.listen();
+      });
       inbox = app.get(InboxService);
       conn = await amqp.connect(RABBIT_URL);
       ch = await conn.createConfirmChannel();
@@ -129,8 +122,11 @@ describe.each(databaseKinds())('@IdempotentConsumer on %s', (kind) => {
     const drain = async () => {
       const note = `sentinel-${randomUUID()}`;
       await publish(randomUUID(), { note });
-      await waitFor(async () => (await effects('rmq-effects', note)) === 1, 'the sentinel message');
-      await waitFor(async () => DeliveryLog.settled.get(note) === 1, 'the sentinel settled');
+      await eventually(
+        'the sentinel message',
+        async () => (await effects('rmq-effects', note)) === 1,
+      );
+      await eventually('the sentinel settled', async () => DeliveryLog.settled.get(note) === 1);
     };
 
     it('runs the handler once for the same message delivered 5 times', async () => {
@@ -208,19 +204,10 @@ describe.each(databaseKinds())('@IdempotentConsumer on %s', (kind) => {
       let ch: amqp.ConfirmChannel;
 
       beforeAll(async () => {
-        app = await NestFactory.createMicroservice(
-          InboxFixtureModule.register({
-            dbUrl: db.url,
-            controllers: [RmqBareConsumer],
-            providers: [EffectHandler],
-          }),
-          {
-            transport: Transport.RMQ,
-            options: { urls: [RABBIT_URL], queue, noAck, queueOptions: { durable: false } },
-            logger: false,
-          },
-        );
-        await app.listen();
+        app = await startConsumer(db.url, [RmqBareConsumer], {
+          transport: Transport.RMQ,
+          options: { urls: [RABBIT_URL], queue, noAck, queueOptions: { durable: false } },
+        });
         conn = await amqp.connect(RABBIT_URL);
         ch = await conn.createConfirmChannel();
       });
@@ -249,13 +236,13 @@ describe.each(databaseKinds())('@IdempotentConsumer on %s', (kind) => {
         const failing = randomUUID();
         await publish(failing, { note, failTimes: 1 });
         const expected = 4;
-        await waitFor(async () => (await effects('rmq-bare', note)) === expected, 'the effects');
+        await eventually('the effects', async () => (await effects('rmq-bare', note)) === expected);
         // The channel still works (an ack under noAck: true would have closed it).
         const later = randomUUID();
         await publish(later, { note: `${note}-later` });
-        await waitFor(
-          async () => (await effects('rmq-bare', `${note}-later`)) === 1,
+        await eventually(
           'a later one',
+          async () => (await effects('rmq-bare', `${note}-later`)) === 1,
         );
         for (const id of ids) expect(DeliveryLog.runs.get(id)).toBe(1);
         expect(DeliveryLog.runs.get(failing)).toBe(2);
@@ -264,11 +251,11 @@ describe.each(databaseKinds())('@IdempotentConsumer on %s', (kind) => {
         // behind the later message on a slow database): 6 deliveries of the three messages,
         // 2 of the failing one (1 under noAck: true), 1 of the later one. One still in flight at close() would go
         // back to the queue, as it should.
-        await waitFor(
+        await eventually(
+          'every delivery settled',
           async () =>
             DeliveryLog.settled.get(note) === (noAck ? 7 : 8) &&
             DeliveryLog.settled.get(`${note}-later`) === 1,
-          'every delivery settled',
         );
 
         // Closing the consumer's channel returns every unacknowledged delivery to the queue.
@@ -287,15 +274,10 @@ describe.each(databaseKinds())('@IdempotentConsumer on %s', (kind) => {
     let inbox: InboxService;
 
     beforeAll(async () => {
-      app = await NestFactory.createMicroservice(
-        InboxFixtureModule.register({
-          dbUrl: db.url,
-          controllers: [NatsEffectConsumer, NatsEventEffectConsumer],
-          providers: [EffectHandler],
-        }),
-        { transport: Transport.NATS, options: { servers: [NATS_URL] }, logger: false },
-      );
-      await app.listen();
+      app = await startConsumer(db.url, [NatsEffectConsumer, NatsEventEffectConsumer], {
+        transport: Transport.NATS,
+        options: { servers: [NATS_URL] },
+      });
       inbox = app.get(InboxService);
       client = ClientProxyFactory.create({
         transport: Transport.NATS,
@@ -353,7 +335,7 @@ describe.each(databaseKinds())('@IdempotentConsumer on %s', (kind) => {
       const id = randomUUID();
       const note = `nats-event-${id}`;
       await emit({ note, failTimes: 2 }, id);
-      await waitFor(async () => (await effects('nats-events', note)) === 1, 'the effect');
+      await eventually('the effect', async () => (await effects('nats-events', note)) === 1);
       expect(DeliveryLog.deliveries.get(id)).toBe(1);
       expect(DeliveryLog.runs.get(id)).toBe(3);
       expect(await inbox.find('nats-events', id)).toMatchObject({
@@ -366,9 +348,9 @@ describe.each(databaseKinds())('@IdempotentConsumer on %s', (kind) => {
       const id = randomUUID();
       const note = `nats-poison-${id}`;
       await emit({ note, failTimes: 100 }, id);
-      await waitFor(
-        async () => (await inbox.find('nats-events', id))?.status === 'failed',
+      await eventually(
         'the failed record',
+        async () => (await inbox.find('nats-events', id))?.status === 'failed',
       );
       expect(DeliveryLog.runs.get(id)).toBe(3);
       expect(await effects('nats-events', note)).toBe(0);
@@ -442,9 +424,9 @@ describe.each(databaseKinds())('@IdempotentConsumer on %s', (kind) => {
       // as soon as one listener does (Promise.all), so the other listener may still be committing
       // its effect (seen once in CI, 2026-11-26): wait for it.
       expect(await effects('emitter-effects', note)).toBe(0);
-      await waitFor(
-        async () => (await effects('emitter-audit', note)) === 1,
+      await eventually(
         'the other listener committed its effect',
+        async () => (await effects('emitter-audit', note)) === 1,
       );
       await emit(id, { note });
       await emit(id, { note });
