@@ -8,6 +8,7 @@ import {
   type TestDatabase,
 } from '../support/databases';
 import { type AppProcess, spawnSampleApp } from '../support/sample-app';
+import { postJson } from '../fixtures/gate/http';
 
 /**
  * The sample app's `POST /graphql` mutation `createPayment`, guarded by `@Idempotent()`, in real
@@ -123,13 +124,9 @@ describe.each(databaseKinds())('createPayment over GraphQL, sample app on %s', (
       // The sample app shows callers no stack trace (Apollo's default outside production would).
       expect(reused.body.errors![0].extensions.stacktrace).toBeUndefined();
       expect(await payments(customerId)).toBe(1);
-      const http = await fetch(`${url}/payments`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'idempotency-key': key },
-        body: JSON.stringify(input),
-      });
+      const http = await postJson(`${url}/payments`, key, input);
       expect(http.status).toBe(201);
-      expect(((await http.json()) as any).id).not.toBe(first.body.data.createPayment.id);
+      expect(http.json().id).not.toBe(first.body.data.createPayment.id);
       expect(await payments(customerId)).toBe(2);
     });
   });

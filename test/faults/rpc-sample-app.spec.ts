@@ -11,6 +11,7 @@ import {
   type TestDatabase,
 } from '../support/databases';
 import { type AppProcess, spawnSampleApp } from '../support/sample-app';
+import { postJson } from '../fixtures/gate/http';
 import { deleteQueue, NATS_URL, RABBIT_URL } from '../fixtures/outbox/rabbit-collector';
 import { keyedRecord } from '../fixtures/rpc/keyed-record';
 
@@ -122,13 +123,9 @@ describe.each(databaseKinds())('payments.create over a broker, sample app on %s'
       expect(reused).toMatchObject({ type: PROBLEM_TYPES.mismatch, status: 422 });
       expect(await payments(customerId)).toBe(1);
       // An HTTP request with the same key is another scope: its own payment.
-      const http = await fetch(`${apps[apps.length - 1].url}/payments`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'idempotency-key': key },
-        body: JSON.stringify(body),
-      });
+      const http = await postJson(`${apps[apps.length - 1].url}/payments`, key, body);
       expect(http.status).toBe(201);
-      expect(((await http.json()) as any).id).not.toBe(first.id);
+      expect(http.json().id).not.toBe(first.id);
       expect(await payments(customerId)).toBe(2);
     });
   });
