@@ -3,6 +3,7 @@ import { context, propagation, SpanKind, trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { randomBytes, randomUUID } from 'node:crypto';
+import { startAppOnDatabase, stopAppOnDatabase } from '../support/app-on-database';
 import { createTestDatabase, databaseKinds, type TestDatabase } from '../support/databases';
 import { baseUrl, type Platform } from '../support/sample-app';
 import { startUserApp } from '../fixtures/ops/user-app.fixture';
@@ -34,14 +35,11 @@ describe.each(platforms)('the gate continues the caller trace on %s', (platform)
   let url: string;
 
   beforeAll(async () => {
-    db = await createTestDatabase(kind);
-    app = await startUserApp({ dbUrl: db.url, platform });
-    url = await baseUrl(app);
+    ({ db, app, url } = await startAppOnDatabase(kind, (dbUrl) =>
+      startUserApp({ dbUrl, platform }),
+    ));
   }, 60_000);
-  afterAll(async () => {
-    await app?.close();
-    await db?.drop();
-  });
+  afterAll(() => stopAppOnDatabase({ app, db }));
 
   const post = (headers: Record<string, string> = {}) =>
     fetch(`${url}/user-app/guarded`, {

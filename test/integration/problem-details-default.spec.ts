@@ -1,4 +1,5 @@
 import type { INestApplication, LoggerService } from '@nestjs/common';
+import { startAppOnDatabase, stopAppOnDatabase } from '../support/app-on-database';
 import { createTestDatabase, databaseKinds, type TestDatabase } from '../support/databases';
 import { rawRequest, requestHead } from '../support/raw-http';
 import { baseUrl, type Platform } from '../support/sample-app';
@@ -23,14 +24,11 @@ describe.each(platforms)('problem+json by default on %s', (platform) => {
   let url: string;
 
   beforeAll(async () => {
-    db = await createTestDatabase(kind);
-    app = await startUserApp({ dbUrl: db.url, platform });
-    url = await baseUrl(app);
+    ({ db, app, url } = await startAppOnDatabase(kind, (dbUrl) =>
+      startUserApp({ dbUrl, platform }),
+    ));
   }, 60_000);
-  afterAll(async () => {
-    await app?.close();
-    await db?.drop();
-  });
+  afterAll(() => stopAppOnDatabase({ app, db }));
 
   it('a body over the body parser limit is a 413 problem', async () => {
     // Express' body-parser: 100 kB; Fastify: 1 MiB.
