@@ -41,7 +41,7 @@ export class KafkaTopicServer extends ServerKafka {
 
   override async bindEvents(consumer: Consumer): Promise<void> {
     await this.ensureTopic();
-    await consumer.subscribe({ ...this.options.subscribe, topics: [this.topic] });
+    await this.subscribeOnceKnown(consumer);
     await consumer.run({ ...this.options.run, eachMessage: this.getMessageHandler() });
   }
 
@@ -58,6 +58,28 @@ export class KafkaTopicServer extends ServerKafka {
       await admin.createTopics({ topics: [{ topic: this.topic }], waitForLeaders: true });
     } finally {
       await admin.disconnect();
+    }
+  }
+
+  /**
+   * Subscribes to the topic, again while the broker asked does not know it yet (for up to 30 s):
+   * a topic just created reaches every broker's metadata a moment later, and when the topic was
+   * created by someone else in the meantime (`createTopics` then answers TOPIC_ALREADY_EXISTS at
+   * once, without waiting for its leaders) the subscription can ask a broker that has not got it
+   * (UNKNOWN_TOPIC_OR_PARTITION: seen once on a 3-node cluster, the boot then failed).
+   */
+  private async subscribeOnceKnown(consumer: Consumer): Promise<void> {
+    const deadline = Date.now() + 30_000;
+    for (let pause = 100; ; pause = Math.min(pause * 2, 2_000)) {
+      try {
+        await consumer.subscribe({ ...this.options.subscribe, topics: [this.topic] });
+        return;
+      } catch (error) {
+        const type = (error as { type?: unknown }).type;
+        const unknownYet = type === 'UNKNOWN_TOPIC_OR_PARTITION' || type === 'LEADER_NOT_AVAILABLE';
+        if (!unknownYet || Date.now() + pause > deadline) throw error;
+        await new Promise((resolve) => setTimeout(resolve, pause));
+      }
     }
   }
 }
