@@ -80,12 +80,14 @@ fi
 # storms spec sizes itself for Babelfish.
 export FAULT_TRIALS=${FAULT_TRIALS:-4}
 export FAULT_BROKER_OUTAGE_MS=${FAULT_BROKER_OUTAGE_MS:-10000}
-# The main suite's files that run once per database (they read TEST_DATABASES through
-# test/support/databases.ts). The others, the unit tests and the browser test of the operator's
-# console on SQLite, do not touch SQL Server and already ran in npm test: on Babelfish they would
-# only take time from the phase.
-mapfile -t per_database < <(grep -lE 'databaseKinds|describeEachDatabase|createTestDatabase' \
-  test/integration/*.spec.ts test/e2e/*.spec.ts)
+# The main suite's files that run once per database: they read TEST_DATABASES through the
+# helpers of test/support/databases.ts and test/support/app-on-database.ts, named here (a new
+# per-database helper must be added to this list, or its specs never run on SQL Server). The
+# others, the unit tests and the browser test of the operator's console on SQLite, do not touch
+# SQL Server and already ran in npm test: on Babelfish they would only take time from the phase.
+per_database_helpers='databaseKinds|describeEachDatabase|createTestDatabase|openTestDatabase|databasePlatformCases|startAppOnDatabase'
+mapfile -t per_database < <(grep -lE "$per_database_helpers" test/integration/*.spec.ts test/e2e/*.spec.ts)
+echo "sqlserver: main suite on ${#per_database[@]} spec files that run once per database"
 summary=$(mktemp "${TMPDIR:-/tmp}/eo-sqlserver-XXXXXX.jsonl")
 status=0
 lines=()
