@@ -5,8 +5,9 @@
 # skip where that script is absent. The suite SIGKILLs brokers, relays and consumers (see
 # test/kafka/*.spec.ts). First on PostgreSQL, then on SQL Server's dialect on a new Babelfish
 # cluster (as .ci/sqlserver.sh starts one), where every broker fault (a partition leader killed
-# mid-stream, the whole cluster down for 10 s) and every process crash runs. The Kafka cluster is stopped and wiped at the end when
-# this script started it; one already running on KAFKA_PORT (9092) is used and left running.
+# mid-stream, the whole cluster down for 10 s) and every process crash runs. The Kafka cluster
+# is stopped and wiped at the end when this script started it; one already running on
+# KAFKA_PORT (9092) is used and left running.
 # KAFKA_DIR picks another install of the scripts, BABELFISH_DIR another Babelfish.
 set -euo pipefail
 cd "$(dirname "$0")/.."
